@@ -1,0 +1,57 @@
+"""Argument checks shared by the constructors; each raises `ValueError` naming the argument."""
+
+import math
+
+import equinox as eqx
+import jax
+import numpy as np
+
+
+def positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def positive_float(name: str, value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
+def finite_array(name: str, array, ndim: int | None = None):
+    """Check shape and finiteness of a user array; tracers are checked for shape only."""
+    if isinstance(array, jax.core.Tracer):
+        values = None
+    else:
+        values = np.asarray(array)
+        if not np.issubdtype(values.dtype, np.number):
+            raise ValueError(f"{name} must be a numeric array, got dtype {values.dtype}")
+    shape = np.shape(array)
+    if ndim is not None and len(shape) != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {shape}")
+    if values is not None and not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be finite, got non-finite entries")
+    return array
+
+
+def input_shape(x, size: int) -> None:
+    if np.shape(x) != (size,):
+        raise ValueError(f"x must have shape ({size},), got {np.shape(x)}; use jax.vmap to batch")
+
+
+def finite_parameters(name: str, module) -> None:
+    """Check that every floating-point array leaf of a module is finite (tracers skipped)."""
+    for leaf in jax.tree_util.tree_leaves(eqx.filter(module, eqx.is_inexact_array)):
+        if not isinstance(leaf, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(leaf))):
+            raise ValueError(f"{name} has non-finite parameters (NaN or inf)")
+
+
+def equinox_module(name: str, value) -> None:
+    if not isinstance(value, eqx.Module):
+        raise ValueError(f"{name} must be an equinox Module, got {type(value).__name__}")
+    finite_parameters(name, value)
