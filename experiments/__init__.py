@@ -1,0 +1,1 @@
+"""Which claim from which paper: one module per seed figure or theorem, and the CLI."""

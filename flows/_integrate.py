@@ -1,0 +1,259 @@
+"""Chunked adaptive integration: one diffrax call per chunk, solver state carried across.
+
+This is the only place that calls `diffrax.diffeqsolve`. Chunks give a progress bar in time,
+checkpoints that survive an interruption, and the stiffness switch of `solver="auto"`.
+"""
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import diffrax as dfx
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from ._solvers import EVALS_PER_STEP, IMPLICIT, make_solver
+
+_EVALS = [0]
+
+
+def _tick():
+    _EVALS[0] += 1
+
+
+class CountedField(eqx.Module):
+    """Wraps a vector field; with `count=True` each evaluation (and each Jacobian-vector
+    product through it) ticks a host-side counter."""
+
+    field: Callable
+    count: bool = eqx.field(static=True)
+
+    def __call__(self, t, y, args):
+        if self.count:
+            jax.debug.callback(_tick)
+        return self.field(t, y, args)
+
+
+class MaxStepsReached(RuntimeError):
+    """The step budget ran out before the final time."""
+
+
+@dataclasses.dataclass
+class SolveStats:
+    """Counters of one chunked solve (a plain dict via `dataclasses.asdict`)."""
+
+    num_steps: int = 0
+    num_accepted_steps: int = 0
+    num_rejected_steps: int = 0
+    grad_evals: int = 0
+    chunks: int = 0
+    solvers: list = dataclasses.field(default_factory=list)
+    switched_to_implicit_at: float | None = None
+    result: str = "successful"
+
+
+@eqx.filter_jit
+def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, max_steps):
+    solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
+    sol = dfx.diffeqsolve(
+        dfx.ODETerm(field),
+        solver,
+        t0,
+        t1,
+        None,
+        y0,
+        saveat=dfx.SaveAt(
+            subs=[dfx.SubSaveAt(ts=ts, fn=save), dfx.SubSaveAt(t1=True)],
+            solver_state=True,
+            controller_state=True,
+            made_jump=True,
+        ),
+        stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
+        adjoint=dfx.ForwardMode(),
+        max_steps=max_steps,
+        throw=False,
+        solver_state=solver_state,
+        controller_state=controller_state,
+        made_jump=made_jump,
+    )
+    saved, (t_end, y_end) = sol.ys[0], (sol.ts[1], sol.ys[1])
+    new_state = (sol.solver_state, sol.controller_state, sol.made_jump)
+    ok = sol.result == dfx.RESULTS.successful
+    max_steps_hit = sol.result == dfx.RESULTS.max_steps_reached
+    return saved, t_end, y_end, new_state, sol.stats, ok, max_steps_hit
+
+
+@eqx.filter_jit
+def _field_is_finite(field, t, y):
+    out = field(t, y, None)
+    return jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(out)]))
+
+
+def _tree_all_finite(tree) -> bool:
+    return all(bool(np.all(np.isfinite(np.asarray(x)))) for x in jax.tree.leaves(tree))
+
+
+def _atomic_savez(path: str, **arrays) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
+    os.close(fd)
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def integrate(
+    field: Callable,
+    y0: Any,
+    ts: np.ndarray,
+    save: Callable,
+    *,
+    solver: str,
+    rtol: float,
+    atol: float,
+    max_steps: int,
+    chunks: int,
+    stiff_steps: int,
+    progress: bool,
+    desc: str = "flow",
+    checkpoint: str | None = None,
+):
+    """Integrate y' = field(t, y, None) from t = 0 to ts[-1], saving `save(t, y, None)` at `ts`.
+
+    `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
+    calls that differ only in array values (such as alpha) reuse one compilation.
+
+    Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
+    `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached.
+    """
+    n_chunks = max(1, min(int(chunks), len(ts)))
+    groups = np.array_split(np.arange(len(ts)), n_chunks)
+    k = max(len(g) for g in groups)
+    stats = SolveStats()
+    template = jax.eval_shape(save, 0.0, y0, None)
+    save_def = jax.tree.structure(template)
+    saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
+    y_def = jax.tree.structure(y0)
+
+    phase = "tsit5" if solver == "auto" else solver
+    t_start, y, state, done = 0.0, y0, None, 0
+    if checkpoint is not None and os.path.exists(checkpoint):
+        with np.load(checkpoint, allow_pickle=False) as ck:
+            if ck["ts"].shape != ts.shape or not np.array_equal(ck["ts"], ts):
+                raise ValueError(f"checkpoint {checkpoint!r} was written for other save times `ts`")
+            done = int(ck["done"])
+            t_start = float(ck["t"])
+            phase = str(ck["phase"])
+            y = jax.tree.unflatten(
+                y_def, [jnp.asarray(ck[f"y{i}"]) for i in range(y_def.num_leaves)]
+            )
+            saved_leaves = [[ck[f"s{i}"]] for i in range(save_def.num_leaves)]
+            for key in ("num_steps", "num_accepted_steps", "num_rejected_steps", "grad_evals"):
+                setattr(stats, key, int(ck[key]))
+            stats.chunks = done
+
+    bar = tqdm(
+        total=n_chunks, initial=done, desc=desc, unit="chunk", disable=not progress, leave=False
+    )
+    try:
+        for c in range(done, n_chunks):
+            idx = groups[c]
+            chunk_ts = np.concatenate([ts[idx], np.full(k - len(idx), ts[idx[-1]])])
+            t_end = float(ts[idx[-1]])
+            while True:
+                explicit_trial = solver == "auto" and phase not in IMPLICIT
+                budget = min(stiff_steps, max_steps) if explicit_trial else max_steps
+                counted = phase in IMPLICIT
+                _EVALS[0] = 0
+                out = _solve_chunk(
+                    CountedField(field, counted),
+                    save,
+                    y,
+                    jnp.asarray(t_start),
+                    jnp.asarray(t_end),
+                    jnp.asarray(chunk_ts),
+                    state,
+                    make_solver(phase, rtol, atol),
+                    rtol,
+                    atol,
+                    budget,
+                )
+                saved, t_reached, y_reached, new_state, st, ok, hit = out
+                steps = int(st["num_steps"])
+                stats.num_steps += steps
+                stats.num_accepted_steps += int(st["num_accepted_steps"])
+                stats.num_rejected_steps += int(st["num_rejected_steps"])
+                if counted:
+                    jax.effects_barrier()
+                    stats.grad_evals += _EVALS[0]
+                else:
+                    stats.grad_evals += EVALS_PER_STEP[phase] * steps + 3
+                if bool(ok):
+                    break
+                t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
+                if not _tree_all_finite(y_reached) or not bool(
+                    _field_is_finite(field, t_reached[0], jax.tree.map(lambda a: a[0], y_reached))
+                ):
+                    raise FloatingPointError(
+                        f"the trajectory became non-finite near t={t_hit:.6g}; "
+                        "check the loss, the data scale, or lower the step tolerances"
+                    )
+                if explicit_trial and bool(hit):
+                    # Stiffness switch: this chunk needed more than `stiff_steps` explicit steps.
+                    stats.switched_to_implicit_at = t_start
+                    phase, state = "kvaerno5", None
+                    continue
+                if bool(hit):
+                    raise MaxStepsReached(
+                        f"max_steps={max_steps} reached at t={t_hit:.6g} before t={t_end:.6g}; "
+                        "increase `max_steps`, loosen `rtol`/`atol`, or use solver='kvaerno5' "
+                        "for a stiff flow"
+                    )
+                raise RuntimeError(f"the solver failed at t={t_hit:.6g} before t={t_end:.6g}")
+            if stats.num_steps > max_steps:
+                raise MaxStepsReached(
+                    f"max_steps={max_steps} reached (used {stats.num_steps}) by t={t_end:.6g}; "
+                    "increase `max_steps` or use solver='kvaerno5' for a stiff flow"
+                )
+            leaves = jax.tree.leaves(saved)
+            if not _tree_all_finite(leaves):
+                raise FloatingPointError(
+                    f"the trajectory became non-finite between t={t_start:.6g} and t={t_end:.6g}"
+                )
+            for store, leaf in zip(saved_leaves, leaves):
+                store.append(np.asarray(leaf)[: len(idx)])
+            if phase not in stats.solvers:
+                stats.solvers.append(phase)
+            y = jax.tree.map(lambda a: a[0], y_reached)
+            state, t_start = new_state, t_end
+            stats.chunks = c + 1
+            bar.update(1)
+            bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
+            if checkpoint is not None:
+                _atomic_savez(
+                    checkpoint,
+                    ts=ts,
+                    done=c + 1,
+                    t=t_end,
+                    phase=phase,
+                    **{f"y{i}": np.asarray(a) for i, a in enumerate(jax.tree.leaves(y))},
+                    **{f"s{i}": np.concatenate(s) for i, s in enumerate(saved_leaves)},
+                    **{
+                        key: getattr(stats, key)
+                        for key in (
+                            "num_steps",
+                            "num_accepted_steps",
+                            "num_rejected_steps",
+                            "grad_evals",
+                        )
+                    },
+                )
+    finally:
+        bar.close()
+    saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])
+    return saved, y, stats

@@ -1,0 +1,307 @@
+"""The lazy-training pair: flows of F_α(w) = R(αh(w))/α² and F̄_α(w) = R(αh̄(w))/α².
+
+Chizat, Oyallon & Bach 2019, "On Lazy Training in Differentiable Programming", §2.
+
+Coordinates. Both flows are integrated jointly as (ū, d), with ū = α(w̄ − w0) the linear
+branch's displacement and d = α(u − ū) = α²(w − w̄) the scaled gap, u = α(w − w0). In these
+coordinates every quantity the theorems bound is O(1) or computed relative to its own size:
+  ū' = −Jᵀ ∇R(ȳ),                 ȳ = αh(w0) + Jū,
+  d' = −(Q + JᵀG),
+where, with δ = u/α, Δ = α(αh(w) − ȳ) = Jd + ∫₀¹(1−s) D²h(w0+sδ)[u,u] ds,
+  Q = α(Dh(w) − J)ᵀ∇R(αh(w)) = ∫₀¹ ∇_w⟨∇R(αh(w)), Dh(w')[u]⟩|_{w'=w0+sδ} ds,
+  G = α(∇R(αh(w)) − ∇R(ȳ)) = ∫₀¹ ∇²R(ȳ + τΔ/α) Δ dτ.
+The integrals (the Taylor remainder form) use Gauss–Legendre nodes over nested jvps, so their
+round-off is relative to the gap, not α·eps·‖h‖: the weight gap ‖d‖/α² and output gap ‖Δ‖/α
+keep their slopes to α = 10⁶ and beyond. At small α, where δ is not small and few nodes would
+be inaccurate, the direct form α(u' − ū') is used instead (rule in `lazy_comparison`).
+"""
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from models import partition
+
+from ._checks import check_finite, check_positive, check_ts
+from ._flat import FlatSpec
+from ._integrate import integrate
+from ._losses import get_loss
+from ._solvers import check_solver
+from ._times import log_times
+
+
+def _gauss(nodes: int):
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    return jnp.asarray((x + 1) / 2), jnp.asarray(w / 2)
+
+
+class _Lazy(eqx.Module):
+    """Both vector fields and the measurements, as one pytree: α and the arrays are traced,
+    so every α reuses one compilation."""
+
+    w0: jax.Array
+    X: jax.Array
+    Y: jax.Array
+    X_test: jax.Array | None
+    alpha: jax.Array
+    static: Any
+    spec: FlatSpec = eqx.field(static=True)
+    loss: Callable = eqx.field(static=True)
+    remainder: bool = eqx.field(static=True)
+    nodes: int = eqx.field(static=True)
+
+    def h(self, wf, X):
+        model = eqx.combine(self.spec.unravel(wf), self.static)
+        return jax.vmap(model)(X)
+
+    def R(self, y):
+        return self.loss(y, self.Y)
+
+    def gap_terms(self, ubar, d, X):
+        """(ȳ, Δ, Jᵀ) on inputs X: the linear output, the scaled output gap and the transpose
+        of J = Dh(w0) on X."""
+        alpha = self.alpha
+        u = ubar + d / alpha
+        h_on_X = lambda w: self.h(w, X)  # noqa: E731
+        h0, jvp = jax.linearize(h_on_X, self.w0)
+        ybar = alpha * h0 + jvp(ubar)
+        jt = jax.linear_transpose(jvp, self.w0)
+        if not self.remainder:
+            return ybar, alpha * (alpha * h_on_X(self.w0 + u / alpha) - ybar), jt
+        s, wts = _gauss(self.nodes)
+        phi = lambda w: jax.jvp(h_on_X, (w,), (u,))[1]  # noqa: E731
+        d2 = jax.vmap(lambda si: jax.jvp(phi, (self.w0 + si * u / alpha,), (u,))[1])(s)
+        return ybar, jvp(d) + jnp.tensordot(wts * (1 - s), d2, axes=1), jt
+
+    def derivatives(self, ubar, d):
+        alpha = self.alpha
+        ybar, delta, jt = self.gap_terms(ubar, d, self.X)
+        grad_R = jax.grad(self.R)
+        gbar = grad_R(ybar)
+        (ubar_dot,) = jt(gbar)
+        if not self.remainder:
+            u = ubar + d / alpha
+            g = grad_R(ybar + delta / alpha)
+            _, vjp = jax.vjp(lambda w: self.h(w, self.X), self.w0 + u / alpha)
+            (u_dot,) = vjp(g)
+            return -ubar_dot, -alpha * (u_dot - ubar_dot)
+        u = ubar + d / alpha
+        g = grad_R(ybar + delta / alpha)
+        s, wts = _gauss(self.nodes)
+
+        def q_node(si):
+            def inner(w):
+                return jnp.vdot(g, jax.jvp(lambda v: self.h(v, self.X), (w,), (u,))[1])
+
+            return jax.grad(inner)(self.w0 + si * u / alpha)
+
+        Q = jnp.tensordot(wts, jax.vmap(q_node)(s), axes=1)
+        G = jnp.tensordot(
+            wts,
+            jax.vmap(lambda ti: jax.jvp(grad_R, (ybar + ti * delta / alpha,), (delta,))[1])(s),
+            axes=1,
+        )
+        (jtG,) = jt(G)
+        return -ubar_dot, -(Q + jtG)
+
+    def __call__(self, t, state, args):
+        return self.derivatives(*state)
+
+
+class _Measure(eqx.Module):
+    field: _Lazy
+    save_params: bool = eqx.field(static=True)
+
+    def __call__(self, t, state, args):
+        f = self.field
+        ubar, d = state
+        alpha = f.alpha
+        ybar, delta, _ = f.gap_terms(ubar, d, f.X)
+        ya = ybar + delta / alpha
+        out = {
+            "loss": f.R(ya),
+            "loss_linearized": f.R(ybar),
+            "weight_gap": jnp.linalg.norm(d) / alpha**2,
+            "output_gap": jnp.linalg.norm(delta) / alpha,
+            "distance_from_init": jnp.linalg.norm(ubar + d / alpha) / alpha,
+            "residual": jnp.linalg.norm(ya - f.Y),
+            "residual_linearized": jnp.linalg.norm(ybar - f.Y),
+        }
+        if f.X_test is not None:
+            _, delta_test, _ = f.gap_terms(ubar, d, f.X_test)
+            out["heldout_output_gap"] = jnp.linalg.norm(delta_test) / alpha
+        if self.save_params:
+            out["u"], out["ubar"] = ubar + d / alpha, ubar
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyComparison:
+    """The two flows of one α, measured at the same save times.
+
+    Arrays have shape `(T,)` (T = len(ts)); flow time t is the time of w' = −∇F_α(w).
+    - `loss`, `loss_linearized`: R(αh(w_α(t))) and R(αh̄(w̄_α(t))) (F_α = loss/α²).
+    - `weight_gap`: ‖w_α − w̄_α‖.
+    - `output_gap`: ‖αh(w_α) − αh̄(w̄_α)‖ on the training inputs (Frobenius over all outputs).
+    - `heldout_output_gap`: the same on the held-out inputs, or None.
+    - `distance_from_init`: ‖w_α − w0‖.
+    - `residual`, `residual_linearized`: ‖αh(w_α) − y*‖ and ‖αh̄(w̄_α) − y*‖.
+    - `u`, `ubar`: the displacements α(w − w0) as flat vectors `(T, p)`, if saved.
+    """
+
+    alpha: float
+    ts: np.ndarray
+    loss: np.ndarray
+    loss_linearized: np.ndarray
+    weight_gap: np.ndarray
+    output_gap: np.ndarray
+    heldout_output_gap: np.ndarray | None
+    distance_from_init: np.ndarray
+    residual: np.ndarray
+    residual_linearized: np.ndarray
+    stats: dict
+    config: dict
+    u: np.ndarray | None = None
+    ubar: np.ndarray | None = None
+
+
+def _check_data(name, X, Y=None):
+    X = jnp.asarray(X, dtype=jnp.float64)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"{name} inputs must have shape (n, d) with n >= 1, got {X.shape}")
+    check_finite(f"{name} inputs", X)
+    if Y is None:
+        return X, None
+    Y = jnp.asarray(Y, dtype=jnp.float64)
+    if Y.shape[:1] != X.shape[:1]:
+        raise ValueError(f"{name} targets have {Y.shape[0]} rows but inputs have {X.shape[0]}")
+    check_finite(f"{name} targets", Y)
+    return X, Y
+
+
+def lazy_comparison(
+    model,
+    data,
+    alpha: float,
+    t1: float,
+    *,
+    loss="squared",
+    heldout=None,
+    ts=None,
+    solver: str = "auto",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    max_steps: int = 200_000,
+    remainder: str | bool = "auto",
+    remainder_alpha: float = 30.0,
+    nodes: int = 3,
+    save_params: bool = False,
+    chunks: int = 20,
+    stiff_steps: int = 1_000,
+    progress: bool = False,
+    checkpoint: str | None = None,
+) -> LazyComparison:
+    """Integrate the flows of F_α and F̄_α from the same w0 and measure how far apart they stay.
+
+    F_α(w) = R(αh(w))/α² and F̄_α(w) = R(αh̄(w))/α², with h̄(w) = h(w0) + Dh(w0)(w − w0) and
+    h(w) the vector of model outputs on the training inputs.
+
+    **Arguments:**
+    - `model`: an equinox Module called on one input `x` of shape `(d,)`, returning `()` or
+      `(k,)`. Its trainable arrays (see `models.partition`) are w0, shape `(p,)` once flattened.
+    - `data`: `(X, Y)` with X `(n, d)` and Y `(n,)` or `(n, k)`.
+    - `alpha`: the scale α > 0.
+    - `t1`: final flow time (time of w' = −∇F_α(w)), > 0.
+    - `loss`: "squared" (sum, ½‖y − y*‖²), "logistic", "exponential", or a loss object
+      `loss(pred, target) -> scalar` (see `flows.SquaredLoss`).
+    - `heldout`: held-out inputs `(n', d)` (or `(X', Y')`) for Proposition A.1's gap.
+    - `ts`: save times, default `log_times(t1, 100)`. Both flows are saved at these times.
+    - `solver`, `rtol`, `atol`, `max_steps`, `chunks`, `stiff_steps`, `progress`,
+      `checkpoint`: as in `gradient_flow`; tolerances apply to the joint state (ū, d).
+    - `remainder`: **rule**: "auto" uses the Taylor-remainder form when α ≥ `remainder_alpha`
+      (default 30, where ‖δ‖ = ‖u‖/α is small and `nodes` Gauss points are exact to round-off)
+      and the direct form below it (where cancellation costs only α·eps). True/False force it.
+    - `nodes`: Gauss–Legendre nodes of the remainder integrals.
+    - `save_params`: also return the displacements `u`, `ubar`.
+
+    **Returns:** a `LazyComparison`.
+
+    **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
+    non-finite data or parameters, shapes that do not match the model; `FloatingPointError`
+    and `MaxStepsReached` as in `gradient_flow`.
+
+    **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (finite horizon), Thm 2.4 (uniform in
+    time) and Prop. A.1 (held-out inputs).
+    """
+    alpha = check_positive("alpha", alpha)
+    t1 = check_positive("t1", t1)
+    ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
+    check_solver(solver)
+    loss = get_loss(loss)
+    X, Y = _check_data("data", *data)
+    X_test = None
+    if heldout is not None:
+        X_test, _ = _check_data("heldout", *(heldout if isinstance(heldout, tuple) else (heldout,)))
+        if X_test.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"heldout inputs have {X_test.shape[1]} features but data has {X.shape[1]}"
+            )
+    trainable, static = partition(model)
+    check_finite("model parameters", trainable)
+    try:
+        out = jax.eval_shape(jax.vmap(model), X)
+    except Exception as e:  # the model's own error names the mismatch
+        raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
+    if out.shape != Y.shape:
+        raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
+    if remainder == "auto":
+        remainder = alpha >= remainder_alpha
+    spec = FlatSpec.of(trainable)
+    w0 = spec.ravel(trainable)
+    field = _Lazy(
+        w0, X, Y, X_test, jnp.asarray(alpha), static, spec, loss, bool(remainder), int(nodes)
+    )
+    zeros = jnp.zeros_like(w0)
+    saved, _, stats = integrate(
+        field,
+        (zeros, zeros),
+        ts,
+        _Measure(field, save_params),
+        solver=solver,
+        rtol=rtol,
+        atol=atol,
+        max_steps=int(max_steps),
+        chunks=chunks,
+        stiff_steps=stiff_steps,
+        progress=progress,
+        desc=f"alpha={alpha:.3g}",
+        checkpoint=checkpoint,
+    )
+    config = {
+        "alpha": alpha,
+        "t1": t1,
+        "solver": solver,
+        "rtol": rtol,
+        "atol": atol,
+        "max_steps": int(max_steps),
+        "remainder": bool(remainder),
+        "nodes": int(nodes),
+        "loss": repr(loss),
+        "chunks": chunks,
+        "stiff_steps": stiff_steps,
+    }
+    return LazyComparison(
+        alpha=alpha,
+        ts=ts,
+        heldout_output_gap=saved.pop("heldout_output_gap", None),
+        u=saved.pop("u", None),
+        ubar=saved.pop("ubar", None),
+        stats=dataclasses.asdict(stats),
+        config=config,
+        **saved,
+    )
