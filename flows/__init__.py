@@ -15,3 +15,5 @@ from ._losses import SquaredLoss as SquaredLoss  # noqa: E402
 from ._losses import get_loss as get_loss  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402
+from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
+from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402

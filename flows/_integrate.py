@@ -45,7 +45,13 @@ class MaxStepsReached(RuntimeError):
 
 @dataclasses.dataclass
 class SolveStats:
-    """Counters of one chunked solve (a plain dict via `dataclasses.asdict`)."""
+    """Counters of one chunked solve (a plain dict via `dataclasses.asdict`).
+
+    `grad_evals` counts vector-field evaluations. For implicit solvers it is counted exactly,
+    Jacobian-vector products of Newton–GMRES included (each counts as one). For explicit
+    solvers it is computed as (new stages per step) × steps + 2 per chunk, which matches an
+    exact count to within 1% (Tsit5: 6 new stages per step, first-same-as-last).
+    """
 
     num_steps: int = 0
     num_accepted_steps: int = 0
@@ -58,7 +64,7 @@ class SolveStats:
 
 
 @eqx.filter_jit
-def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, max_steps):
+def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps):
     solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
     sol = dfx.diffeqsolve(
         dfx.ODETerm(field),
@@ -73,7 +79,7 @@ def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, max_ste
             controller_state=True,
             made_jump=True,
         ),
-        stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
+        stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False),
         adjoint=dfx.ForwardMode(),
         max_steps=max_steps,
         throw=False,
@@ -85,7 +91,8 @@ def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, max_ste
     new_state = (sol.solver_state, sol.controller_state, sol.made_jump)
     ok = sol.result == dfx.RESULTS.successful
     max_steps_hit = sol.result == dfx.RESULTS.max_steps_reached
-    return saved, t_end, y_end, new_state, sol.stats, ok, max_steps_hit
+    collapsed = sol.result == dfx.RESULTS.dt_min_reached
+    return saved, t_end, y_end, new_state, sol.stats, ok, max_steps_hit, collapsed
 
 
 @eqx.filter_jit
@@ -141,6 +148,8 @@ def integrate(
     y_def = jax.tree.structure(y0)
 
     phase = "tsit5" if solver == "auto" else solver
+    # Below this step the solve is declared collapsed: a finite-time blow-up, not stiffness.
+    dtmin = jnp.asarray(1e-13 * max(1.0, float(ts[-1])))
     t_start, y, state, done = 0.0, y0, None, 0
     if checkpoint is not None and os.path.exists(checkpoint):
         with np.load(checkpoint, allow_pickle=False) as ck:
@@ -169,7 +178,7 @@ def integrate(
                 explicit_trial = solver == "auto" and phase not in IMPLICIT
                 budget = min(stiff_steps, max_steps) if explicit_trial else max_steps
                 counted = phase in IMPLICIT
-                _EVALS[0] = 0
+                evals_before = _EVALS[0]
                 out = _solve_chunk(
                     CountedField(field, counted),
                     save,
@@ -181,21 +190,28 @@ def integrate(
                     make_solver(phase, rtol, atol),
                     rtol,
                     atol,
+                    dtmin,
                     budget,
                 )
-                saved, t_reached, y_reached, new_state, st, ok, hit = out
+                saved, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
                 steps = int(st["num_steps"])
                 stats.num_steps += steps
                 stats.num_accepted_steps += int(st["num_accepted_steps"])
                 stats.num_rejected_steps += int(st["num_rejected_steps"])
                 if counted:
                     jax.effects_barrier()
-                    stats.grad_evals += _EVALS[0]
+                    stats.grad_evals += _EVALS[0] - evals_before
                 else:
-                    stats.grad_evals += EVALS_PER_STEP[phase] * steps + 3
+                    stats.grad_evals += EVALS_PER_STEP[phase] * steps + 2
                 if bool(ok):
                     break
                 t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
+                if bool(collapsed):
+                    raise FloatingPointError(
+                        f"the step size fell below {float(dtmin):.3g} near t={t_hit:.6g}: the "
+                        "trajectory is blowing up (or is far stiffer than solver="
+                        f"{phase!r} can follow)"
+                    )
                 if not _tree_all_finite(y_reached) or not bool(
                     _field_is_finite(field, t_reached[0], jax.tree.map(lambda a: a[0], y_reached))
                 ):

@@ -1,0 +1,108 @@
+"""gradient_flow: closed-form decay, fixed leaves, observables, long stiff horizons, resume."""
+
+import jax
+import jax.numpy as jnp
+import models
+import numpy as np
+import pytest
+
+import flows
+
+LAMBDAS = jnp.array([0.5, 1.0, 3.0])
+
+
+def quadratic(p):
+    return 0.5 * jnp.sum(LAMBDAS * p["x"] ** 2)
+
+
+def test_quadratic_loss_decays_at_its_known_rate_to_1e_9():
+    x0 = jnp.array([1.0, -2.0, 0.5])
+    traj = flows.gradient_flow(quadratic, {"x": x0}, 10.0, rtol=1e-12, atol=1e-14)
+    exact = np.asarray(x0) * np.exp(-np.outer(traj.ts, LAMBDAS))
+    assert np.abs(traj.params["x"] - exact).max() <= 1e-9
+    exact_loss = 0.5 * (exact**2 * np.asarray(LAMBDAS)).sum(axis=1)
+    assert np.abs(traj.loss - exact_loss).max() <= 1e-9
+    assert traj.stats["solvers"] == ["tsit5"] and traj.stats["result"] == "successful"
+
+
+def test_non_array_and_frozen_leaves_stay_fixed():
+    params = {"x": jnp.ones(3), "n": 7, "w0": models.Frozen(jnp.array([5.0, 6.0]))}
+
+    def loss(p):
+        return quadratic(p) + jnp.sum(p["w0"].value) * jnp.sum(p["x"])
+
+    traj = flows.gradient_flow(loss, params, 1.0, ts=np.array([0.0, 1.0]))
+    assert traj.params["n"] == 7
+    np.testing.assert_array_equal(traj.params["w0"].value, [5.0, 6.0])
+    # x' = −λx − 11: the frozen array shifts the fixed point to −11/λ.
+    fixed = -11.0 / np.asarray(LAMBDAS)
+    exact = fixed + (1.0 - fixed) * np.exp(-np.asarray(LAMBDAS))
+    np.testing.assert_allclose(traj.params["x"][-1], exact, rtol=1e-6)
+
+
+def test_observables_are_recorded_without_keeping_weights():
+    traj = flows.gradient_flow(
+        quadratic,
+        {"x": jnp.ones(3)},
+        2.0,
+        ts=np.linspace(0, 2, 5),
+        save_params=False,
+        observables={"norm": lambda p: jnp.linalg.norm(p["x"])},
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    assert traj.params is None
+    exact = np.linalg.norm(np.exp(-np.outer(traj.ts, LAMBDAS)), axis=1)
+    np.testing.assert_allclose(traj.observables["norm"], exact, rtol=1e-8)
+
+
+def _regression():
+    k = jax.random.split(jax.random.PRNGKey(0), 3)
+    net = models.TwoLayerNet(3, 8, activation="tanh", key=k[0])
+    X = jax.random.normal(k[1], (6, 3))
+    Y = jax.random.normal(k[2], (6,))
+    loss = flows.SquaredLoss()
+    return net, lambda m: loss(jax.vmap(m)(X), Y)
+
+
+# Stated budget for the stiff squared-loss flow to t = 1e6 under solver="auto": the Tsit5 trial
+# of the chunk that first needs > stiff_steps (1000) steps is counted, so the budget is 3000.
+STIFF_BUDGET = 3_000
+
+
+def test_squared_loss_flow_reaches_1e6_within_step_budget():
+    net, loss = _regression()
+    traj = flows.gradient_flow(loss, net, 1e6, rtol=1e-8, atol=1e-10, save_params=False)
+    assert traj.stats["num_steps"] <= STIFF_BUDGET
+    assert traj.stats["solvers"] == ["tsit5", "kvaerno5"]
+    assert traj.loss[-1] <= 1e-12 * traj.loss[0]
+
+
+def test_checkpoint_resumes_after_interruption(tmp_path):
+    net, loss = _regression()
+    ts = flows.log_times(100.0, 30)
+    kw = dict(ts=ts, solver="tsit5", rtol=1e-10, atol=1e-12, chunks=6, save_params=False)
+    full = flows.gradient_flow(loss, net, 100.0, **kw)
+    path = str(tmp_path / "ck.npz")
+    with pytest.raises(flows.MaxStepsReached, match="max_steps"):
+        flows.gradient_flow(
+            loss, net, 100.0, checkpoint=path, max_steps=full.stats["num_steps"] // 2, **kw
+        )
+    with np.load(path) as ck:
+        done = int(ck["done"])
+    assert 0 < done < 6
+    resumed = flows.gradient_flow(loss, net, 100.0, checkpoint=path, **kw)
+    np.testing.assert_allclose(resumed.loss, full.loss, rtol=1e-7, atol=1e-14)
+
+
+@pytest.mark.parametrize("t1", [1e-2, 0.3, 1.0, 7.0, 1e3, 1e6, 123456.789])
+def test_log_times_end_exactly_at_t1(t1):
+    ts = flows.log_times(t1, 57, t_min=1e-3 * min(1.0, t1))
+    assert ts[-1] == t1 and ts[0] == 0.0 and np.all(np.diff(ts) > 0)
+
+
+def test_logistic_loss_keeps_gradient_at_large_margins_in_float32():
+    loss = flows.LogisticLoss()
+    pred, target = jnp.array([20.0], jnp.float32), jnp.array([1.0], jnp.float32)
+    g = jax.grad(lambda p: loss(p, target))(pred)
+    np.testing.assert_allclose(g, -np.exp(-20.0), rtol=1e-5)

@@ -1,0 +1,74 @@
+"""lazy_comparison: the gaps of Chizat, Oyallon & Bach 2019 scale with α at the stated rates."""
+
+import jax
+import models
+import numpy as np
+import pytest
+
+import flows
+
+ALPHAS = np.array([1e1, 1e2, 1e3, 1e4, 1e5, 1e6])
+
+
+def _setup(how):
+    k = jax.random.split(jax.random.PRNGKey(0), 4)
+    net = models.symmetrize(models.TwoLayerNet(3, 12, activation="tanh", key=k[0]), how)
+    X = jax.random.normal(k[1], (8, 3))
+    Y = jax.random.normal(k[2], (8,))
+    X_test = jax.random.normal(k[3], (5, 3))
+    return net, (X, Y), X_test
+
+
+def _sweep(how):
+    net, data, X_test = _setup(how)
+    ts = flows.log_times(30.0, 25)
+    runs = [
+        flows.lazy_comparison(net, data, a, 30.0, ts=ts, heldout=X_test, solver="tsit5")
+        for a in ALPHAS
+    ]
+    sup = {
+        k: np.array([getattr(r, k).max() for r in runs])
+        for k in ("weight_gap", "output_gap", "heldout_output_gap", "distance_from_init")
+    }
+    return {k: np.polyfit(np.log10(ALPHAS), np.log10(v), 1)[0] for k, v in sup.items()}
+
+
+@pytest.fixture(scope="module")
+def doubled_slopes():
+    return _sweep("doubled")
+
+
+@pytest.fixture(scope="module")
+def centred_slopes():
+    return _sweep("centred")
+
+
+def test_weight_gap_falls_as_alpha_to_minus_two(doubled_slopes, centred_slopes):
+    assert abs(doubled_slopes["weight_gap"] + 2) <= 0.1
+    assert abs(centred_slopes["weight_gap"] + 2) <= 0.1
+
+
+def test_doubled_output_gap_falls_as_alpha_to_minus_two(doubled_slopes):
+    assert abs(doubled_slopes["output_gap"] + 2) <= 0.15
+    assert abs(doubled_slopes["heldout_output_gap"] + 2) <= 0.15
+
+
+def test_centred_output_gap_falls_as_alpha_to_minus_one(centred_slopes):
+    assert abs(centred_slopes["output_gap"] + 1) <= 0.1
+    assert abs(centred_slopes["heldout_output_gap"] + 1) <= 0.1
+
+
+def test_distance_from_init_falls_as_alpha_to_minus_one(centred_slopes):
+    assert abs(centred_slopes["distance_from_init"] + 1) <= 0.1
+
+
+@pytest.mark.parametrize("alpha", [30.0, 300.0])
+def test_remainder_form_agrees_with_direct_form(alpha):
+    net, data, X_test = _setup("centred")
+    ts = flows.log_times(10.0, 10)
+    kw = dict(ts=ts, heldout=X_test, solver="tsit5", rtol=1e-12, atol=1e-14)
+    direct = flows.lazy_comparison(net, data, alpha, 10.0, remainder=False, **kw)
+    taylor = flows.lazy_comparison(net, data, alpha, 10.0, remainder=True, **kw)
+    for key in ("weight_gap", "output_gap", "heldout_output_gap", "loss"):
+        a, b = getattr(direct, key), getattr(taylor, key)
+        assert np.abs(a - b).max() <= 1e-7 * np.abs(a).max(), key
