@@ -4,6 +4,8 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
+from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
 from ._integrate import MaxStepsReached as MaxStepsReached  # noqa: E402
@@ -15,5 +17,3 @@ from ._losses import SquaredLoss as SquaredLoss  # noqa: E402
 from ._losses import get_loss as get_loss  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402
-from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
-from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from models import partition
 
 from ._checks import check_positive, check_ts

@@ -3,11 +3,11 @@
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import models
 import numpy as np
 import pytest
 
 import flows
+import models
 
 
 def _net_and_data(n=6, d=3, width=8, seed=0):

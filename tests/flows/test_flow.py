@@ -2,11 +2,11 @@
 
 import jax
 import jax.numpy as jnp
-import models
 import numpy as np
 import pytest
 
 import flows
+import models
 
 LAMBDAS = jnp.array([0.5, 1.0, 3.0])
 

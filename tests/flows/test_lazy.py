@@ -1,11 +1,11 @@
 """lazy_comparison: the gaps of Chizat, Oyallon & Bach 2019 scale with α at the stated rates."""
 
 import jax
-import models
 import numpy as np
 import pytest
 
 import flows
+import models
 
 ALPHAS = np.array([1e1, 1e2, 1e3, 1e4, 1e5, 1e6])
 
