@@ -83,7 +83,8 @@ def gradient_flow(
     observables: dict | None = None,
     save_params: bool = True,
     chunks: int = 20,
-    stiff_steps: int = 1_000,
+    stiff_steps: int = 200,
+    stiff_horizon: float = 1e4,
     progress: bool = False,
     checkpoint: str | None = None,
 ) -> Trajectory:
@@ -98,10 +99,12 @@ def gradient_flow(
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
     - `solver`: "tsit5", "dopri5", "dopri8" (explicit), "kvaerno5" (implicit, matrix-free
-      Newton–GMRES) or "auto". **Rule of "auto":** each chunk is first tried with Tsit5 and
-      at most `stiff_steps` steps; from the first chunk that needs more, that chunk and all
-      later ones use Kvaerno5 with Newton–GMRES. Non-stiff flows stay explicit; stiff
-      squared-loss flows near their minimum switch, and reach t = 10⁶ in ~10² steps.
+      Newton–GMRES) or "auto". **Rule of "auto":** estimate ρ = λ_max of the Hessian at
+      `params0` (20 power iterations of Hessian-vector products); if ρ·t1 > `stiff_horizon`
+      (an explicit solver would need over ~ρ·t1/3.3 steps near a minimum of that curvature),
+      use Kvaerno5 with Newton–GMRES throughout. Otherwise use Tsit5, and from the first chunk
+      that needs more than `stiff_steps` steps go on with Kvaerno5 from the time reached.
+      Stiff squared-loss flows thus reach t = 10⁶ in ~10² steps; non-stiff ones stay explicit.
     - `rtol`, `atol`: tolerances of diffrax's PID step-size controller (and of GMRES).
     - `max_steps`: budget of solver steps (accepted + rejected) for the whole solve.
     - `observables`: `{name: fn(params) -> array}` recorded at every save time, so long runs
@@ -141,6 +144,7 @@ def gradient_flow(
         max_steps=int(max_steps),
         chunks=chunks,
         stiff_steps=stiff_steps,
+        stiff_horizon=stiff_horizon,
         progress=progress,
         desc="gradient flow",
         checkpoint=checkpoint,

@@ -13,10 +13,12 @@ from typing import Any
 import diffrax as dfx
 import equinox as eqx
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._controller import step_memory_pid
 from ._solvers import EVALS_PER_STEP, IMPLICIT, make_solver
 
 _EVALS = [0]
@@ -60,18 +62,21 @@ class SolveStats:
     chunks: int = 0
     solvers: list = dataclasses.field(default_factory=list)
     switched_to_implicit_at: float | None = None
+    stiffness: float | None = None
     result: str = "successful"
 
 
 @eqx.filter_jit
 def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps):
     solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
+    # Resume with the step the controller last proposed (clipped to the chunk).
+    dt0 = None if state is None else jnp.minimum(controller_state[1], t1 - t0)
     sol = dfx.diffeqsolve(
         dfx.ODETerm(field),
         solver,
         t0,
         t1,
-        None,
+        dt0,
         y0,
         saveat=dfx.SaveAt(
             subs=[dfx.SubSaveAt(ts=ts, fn=save), dfx.SubSaveAt(t1=True)],
@@ -79,7 +84,7 @@ def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, 
             controller_state=True,
             made_jump=True,
         ),
-        stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False),
+        stepsize_controller=step_memory_pid(rtol, atol, dtmin),
         adjoint=dfx.ForwardMode(),
         max_steps=max_steps,
         throw=False,
@@ -87,12 +92,12 @@ def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, 
         controller_state=controller_state,
         made_jump=made_jump,
     )
-    saved, (t_end, y_end) = sol.ys[0], (sol.ts[1], sol.ys[1])
+    saved, save_ts, (t_end, y_end) = sol.ys[0], sol.ts[0], (sol.ts[1], sol.ys[1])
     new_state = (sol.solver_state, sol.controller_state, sol.made_jump)
     ok = sol.result == dfx.RESULTS.successful
     max_steps_hit = sol.result == dfx.RESULTS.max_steps_reached
     collapsed = sol.result == dfx.RESULTS.dt_min_reached
-    return saved, t_end, y_end, new_state, sol.stats, ok, max_steps_hit, collapsed
+    return saved, save_ts, t_end, y_end, new_state, sol.stats, ok, max_steps_hit, collapsed
 
 
 @eqx.filter_jit
@@ -114,6 +119,41 @@ def _atomic_savez(path: str, **arrays) -> None:
     os.replace(tmp, path)
 
 
+@eqx.filter_jit
+def _spectral_radius(field, y0, iters: int = 20):
+    """Power-iteration estimate of the spectral radius of ∂field/∂y at (t=0, y0), by jvps.
+    For a gradient flow this is λ_max of the Hessian of the objective."""
+    flat, unravel = jax.flatten_util.ravel_pytree(y0)
+    key = jax.random.PRNGKey(0)
+    v = jax.random.normal(key, flat.shape, flat.dtype)
+
+    def matvec(v):
+        out = jax.jvp(lambda y: field(0.0, y, None), (y0,), (unravel(v),))[1]
+        return jax.flatten_util.ravel_pytree(out)[0]
+
+    def body(_, carry):
+        v, _ = carry
+        w = matvec(v / jnp.linalg.norm(v))
+        return w, jnp.linalg.norm(w)
+
+    _, rho = jax.lax.fori_loop(0, iters, body, (v, jnp.asarray(0.0, flat.dtype)))
+    return rho
+
+
+def _checkpoint(path, ts, done, t, phase, y, saved_leaves, stats):
+    counters = ("num_steps", "num_accepted_steps", "num_rejected_steps", "grad_evals")
+    _atomic_savez(
+        path,
+        ts=ts,
+        done=done,
+        t=t,
+        phase=phase,
+        **{f"y{i}": np.asarray(a) for i, a in enumerate(jax.tree.leaves(y))},
+        **{f"s{i}": np.concatenate(s) for i, s in enumerate(saved_leaves)},
+        **{key: getattr(stats, key) for key in counters},
+    )
+
+
 def integrate(
     field: Callable,
     y0: Any,
@@ -126,6 +166,7 @@ def integrate(
     max_steps: int,
     chunks: int,
     stiff_steps: int,
+    stiff_horizon: float = 1e4,
     progress: bool,
     desc: str = "flow",
     checkpoint: str | None = None,
@@ -135,6 +176,11 @@ def integrate(
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.
 
+    `solver="auto"` starts with Kvaerno5 (implicit) when ρ·t1 > `stiff_horizon`, ρ being the
+    spectral radius of ∂field/∂y at y0 (an explicit solver would need more than ~ρ·t1/3.3
+    steps); otherwise with Tsit5, which gives way to Kvaerno5, keeping the progress made, in
+    the first chunk that needs more than `stiff_steps` steps.
+
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
     `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached.
     """
@@ -142,12 +188,14 @@ def integrate(
     groups = np.array_split(np.arange(len(ts)), n_chunks)
     k = max(len(g) for g in groups)
     stats = SolveStats()
-    template = jax.eval_shape(save, 0.0, y0, None)
-    save_def = jax.tree.structure(template)
+    save_def = jax.tree.structure(jax.eval_shape(save, 0.0, y0, None))
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
     y_def = jax.tree.structure(y0)
 
-    phase = "tsit5" if solver == "auto" else solver
+    phase = solver
+    if solver == "auto":
+        stats.stiffness = float(_spectral_radius(field, y0)) * float(ts[-1])
+        phase = "kvaerno5" if stats.stiffness > stiff_horizon else "tsit5"
     # Below this step the solve is declared collapsed: a finite-time blow-up, not stiffness.
     dtmin = jnp.asarray(1e-13 * max(1.0, float(ts[-1])))
     t_start, y, state, done = 0.0, y0, None, 0
@@ -155,9 +203,7 @@ def integrate(
         with np.load(checkpoint, allow_pickle=False) as ck:
             if ck["ts"].shape != ts.shape or not np.array_equal(ck["ts"], ts):
                 raise ValueError(f"checkpoint {checkpoint!r} was written for other save times `ts`")
-            done = int(ck["done"])
-            t_start = float(ck["t"])
-            phase = str(ck["phase"])
+            done, t_start, phase = int(ck["done"]), float(ck["t"]), str(ck["phase"])
             y = jax.tree.unflatten(
                 y_def, [jnp.asarray(ck[f"y{i}"]) for i in range(y_def.num_leaves)]
             )
@@ -171,10 +217,10 @@ def integrate(
     )
     try:
         for c in range(done, n_chunks):
-            idx = groups[c]
-            chunk_ts = np.concatenate([ts[idx], np.full(k - len(idx), ts[idx[-1]])])
-            t_end = float(ts[idx[-1]])
-            while True:
+            pending = groups[c]
+            t_end = float(ts[pending[-1]])
+            while len(pending):
+                chunk_ts = np.concatenate([ts[pending], np.full(k - len(pending), t_end)])
                 explicit_trial = solver == "auto" and phase not in IMPLICIT
                 budget = min(stiff_steps, max_steps) if explicit_trial else max_steps
                 counted = phase in IMPLICIT
@@ -193,7 +239,7 @@ def integrate(
                     dtmin,
                     budget,
                 )
-                saved, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
+                saved, save_ts, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
                 steps = int(st["num_steps"])
                 stats.num_steps += steps
                 stats.num_accepted_steps += int(st["num_accepted_steps"])
@@ -202,9 +248,24 @@ def integrate(
                     jax.effects_barrier()
                     stats.grad_evals += _EVALS[0] - evals_before
                 else:
-                    stats.grad_evals += EVALS_PER_STEP[phase] * steps + 2
+                    first = 2 if state is None else 0  # initial step selection
+                    stats.grad_evals += EVALS_PER_STEP[phase] * steps + first
+                if phase not in stats.solvers:
+                    stats.solvers.append(phase)
+                n_saved = len(pending) if bool(ok) else int(np.sum(np.isfinite(save_ts)))
+                leaves = [np.asarray(x)[:n_saved] for x in jax.tree.leaves(saved)]
+                if not _tree_all_finite(leaves):
+                    raise FloatingPointError(
+                        f"the trajectory became non-finite between t={t_start:.6g} "
+                        f"and t={t_end:.6g}"
+                    )
+                for store, leaf in zip(saved_leaves, leaves):
+                    store.append(leaf)
+                pending = pending[n_saved:]
+                y = jax.tree.map(lambda a: a[0], y_reached)
                 if bool(ok):
-                    break
+                    state, t_start = new_state, t_end
+                    continue
                 t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
                 if bool(collapsed):
                     raise FloatingPointError(
@@ -212,17 +273,17 @@ def integrate(
                         "trajectory is blowing up (or is far stiffer than solver="
                         f"{phase!r} can follow)"
                     )
-                if not _tree_all_finite(y_reached) or not bool(
-                    _field_is_finite(field, t_reached[0], jax.tree.map(lambda a: a[0], y_reached))
+                if not _tree_all_finite(y) or not bool(
+                    _field_is_finite(field, jnp.asarray(t_hit), y)
                 ):
                     raise FloatingPointError(
                         f"the trajectory became non-finite near t={t_hit:.6g}; "
                         "check the loss, the data scale, or lower the step tolerances"
                     )
                 if explicit_trial and bool(hit):
-                    # Stiffness switch: this chunk needed more than `stiff_steps` explicit steps.
-                    stats.switched_to_implicit_at = t_start
-                    phase, state = "kvaerno5", None
+                    # Stiffness switch: keep what Tsit5 reached, go on implicitly from there.
+                    stats.switched_to_implicit_at = t_hit
+                    phase, state, t_start = "kvaerno5", None, t_hit
                     continue
                 if bool(hit):
                     raise MaxStepsReached(
@@ -236,39 +297,11 @@ def integrate(
                     f"max_steps={max_steps} reached (used {stats.num_steps}) by t={t_end:.6g}; "
                     "increase `max_steps` or use solver='kvaerno5' for a stiff flow"
                 )
-            leaves = jax.tree.leaves(saved)
-            if not _tree_all_finite(leaves):
-                raise FloatingPointError(
-                    f"the trajectory became non-finite between t={t_start:.6g} and t={t_end:.6g}"
-                )
-            for store, leaf in zip(saved_leaves, leaves):
-                store.append(np.asarray(leaf)[: len(idx)])
-            if phase not in stats.solvers:
-                stats.solvers.append(phase)
-            y = jax.tree.map(lambda a: a[0], y_reached)
-            state, t_start = new_state, t_end
             stats.chunks = c + 1
             bar.update(1)
             bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
             if checkpoint is not None:
-                _atomic_savez(
-                    checkpoint,
-                    ts=ts,
-                    done=c + 1,
-                    t=t_end,
-                    phase=phase,
-                    **{f"y{i}": np.asarray(a) for i, a in enumerate(jax.tree.leaves(y))},
-                    **{f"s{i}": np.concatenate(s) for i, s in enumerate(saved_leaves)},
-                    **{
-                        key: getattr(stats, key)
-                        for key in (
-                            "num_steps",
-                            "num_accepted_steps",
-                            "num_rejected_steps",
-                            "grad_evals",
-                        )
-                    },
-                )
+                _checkpoint(checkpoint, ts, c + 1, t_end, phase, y, saved_leaves, stats)
     finally:
         bar.close()
     saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])

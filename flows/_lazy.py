@@ -202,7 +202,8 @@ def lazy_comparison(
     nodes: int = 3,
     save_params: bool = False,
     chunks: int = 20,
-    stiff_steps: int = 1_000,
+    stiff_steps: int = 200,
+    stiff_horizon: float = 1e4,
     progress: bool = False,
     checkpoint: str | None = None,
 ) -> LazyComparison:
@@ -278,6 +279,7 @@ def lazy_comparison(
         max_steps=int(max_steps),
         chunks=chunks,
         stiff_steps=stiff_steps,
+        stiff_horizon=stiff_horizon,
         progress=progress,
         desc=f"alpha={alpha:.3g}",
         checkpoint=checkpoint,
