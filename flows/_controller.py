@@ -1,6 +1,6 @@
 """A PID step-size controller that remembers its last proposed step across diffrax calls."""
 
-from typing import Callable
+from collections.abc import Callable
 
 import diffrax as dfx
 import optimistix as optx
