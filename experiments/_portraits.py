@@ -35,10 +35,11 @@ _START_COLOURS = ("#d55e00", "#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e
 
 
 class Portrait(NamedTuple):
-    """A drawn portrait: `figure` (a matplotlib `Figure` on an Agg canvas) and `data`
-    (`{name: numpy array}`: the grids, surfaces, fields and trajectories that were drawn)."""
+    """A portrait: `figure` (a matplotlib `Figure` on an Agg canvas; `None` when called with
+    `draw=False`) and `data` (`{name: numpy array}`: the grids, surfaces, fields and
+    trajectories that were drawn; `np.savez`-able, and redrawn by the matching `draw_*`)."""
 
-    figure: Figure
+    figure: Figure | None
     data: dict
 
 
