@@ -80,18 +80,15 @@ class _Lazy(eqx.Module):
 
     def derivatives(self, ubar, d):
         alpha = self.alpha
+        u = ubar + d / alpha
         ybar, delta, jt = self.gap_terms(ubar, d, self.X)
         grad_R = jax.grad(self.R)
-        gbar = grad_R(ybar)
-        (ubar_dot,) = jt(gbar)
+        (ubar_dot,) = jt(grad_R(ybar))
+        g = grad_R(ybar + delta / alpha)
         if not self.remainder:
-            u = ubar + d / alpha
-            g = grad_R(ybar + delta / alpha)
             _, vjp = jax.vjp(lambda w: self.h(w, self.X), self.w0 + u / alpha)
             (u_dot,) = vjp(g)
             return -ubar_dot, -alpha * (u_dot - ubar_dot)
-        u = ubar + d / alpha
-        g = grad_R(ybar + delta / alpha)
         s, wts = _gauss(self.nodes)
 
         def q_node(si):
