@@ -9,6 +9,7 @@ from ._common import UsageError
 # name -> module; each module defines DESCRIPTION, add_arguments(parser) and run(args) -> int.
 EXPERIMENTS = {
     "lazy": "experiments.lazy",
+    "balance": "experiments.balance",
 }
 
 
