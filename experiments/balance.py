@@ -14,6 +14,8 @@ Claims checked on two classes of scikit-learn's bundled digits:
 """
 
 import argparse
+import hashlib
+import json
 import os
 
 import jax
@@ -216,21 +218,26 @@ def _stats(traj) -> dict:
 
 def _flow(problem, loss, t1, s, out, tag, *, rtol, solver, observables):
     ts = flows.log_times(t1, s["n_save"])
-    checkpoint = os.path.join(out, f".{tag}.checkpoint.npz")
-    traj = flows.gradient_flow(
-        loss,
-        problem.net0,
-        t1,
-        ts=ts,
-        solver=solver,
-        rtol=rtol,
-        atol=s["atol_over_rtol"] * rtol,
-        max_steps=s["max_steps"],
-        observables=observables,
-        save_params=False,
-        progress=True,
-        checkpoint=checkpoint,
-    )
+    # Keyed by the settings, so a rerun into the same folder resumes only its own solve.
+    key = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:10]
+    checkpoint = os.path.join(out, f".{tag}-{key}.checkpoint.npz")
+    try:
+        traj = flows.gradient_flow(
+            loss,
+            problem.net0,
+            t1,
+            ts=ts,
+            solver=solver,
+            rtol=rtol,
+            atol=s["atol_over_rtol"] * rtol,
+            max_steps=s["max_steps"],
+            observables=observables,
+            save_params=False,
+            progress=True,
+            checkpoint=checkpoint,
+        )
+    except flows.MaxStepsReached as e:
+        raise UsageError(f"--max-steps: {tag}: {e}") from None
     write_npz(
         os.path.join(out, f"{tag}.npz"), ts=traj.ts, loss=traj.loss, **_flat(traj.observables)
     )
@@ -301,16 +308,19 @@ def _gd_part(problem, s, out, record) -> None:
     loss0 = float(problem.logistic(problem.net0))
     for eta in sorted(s["etas"], reverse=True):
         tqdm.write(f"gradient descent to t={T:.3g}, eta={eta:g} ({round(T / eta)} steps)")
-        traj = flows.gradient_descent(
-            problem.logistic,
-            problem.net0,
-            T,
-            eta=eta,
-            ts=flows.log_times(T, s["n_save"] // 2, t_min=eta),
-            observables=problem.drift_observables,
-            save_params=False,
-            progress=True,
-        )
+        try:
+            traj = flows.gradient_descent(
+                problem.logistic,
+                problem.net0,
+                T,
+                eta=eta,
+                ts=flows.log_times(T, max(2, s["n_save"] // 2), t_min=eta),
+                observables=problem.drift_observables,
+                save_params=False,
+                progress=True,
+            )
+        except FloatingPointError as e:
+            raise UsageError(f"--etas: {e}") from None
         tag = f"gd_eta{eta:g}"
         write_npz(
             os.path.join(out, f"{tag}.npz"), ts=traj.ts, loss=traj.loss, **_flat(traj.observables)

@@ -37,6 +37,13 @@ def test_bad_arguments_give_one_line_naming_the_argument(cli, capsys, tmp_path, 
     assert err.count("\n") == 1 and message in err, err
 
 
+def test_divergent_step_is_reported_as_one_line_naming_etas(cli, capsys, tmp_path):
+    argv = ["--parts", "gd", "--n-train", "60", "--hidden", "6,4", "--etas", "0.1,50"]
+    assert cli("--out", str(tmp_path / "run"), *argv, "--gd-t1", "2000") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--etas: gradient descent became non-finite" in err, err
+
+
 def test_gradient_descent_part_on_digits_writes_results_and_figures(cli, tmp_path):
     out = str(tmp_path / "run")
     etas = [0.04, 0.02, 0.01]
