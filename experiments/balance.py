@@ -158,9 +158,7 @@ class _Problem:
 
     def __init__(self, s: dict):
         try:
-            X, y, X_test, y_test = digits_pair(
-                s["classes"], n_train=s["n_train"], n_test=0, seed=s["seed"]
-            )
+            X, y, _, _ = digits_pair(s["classes"], n_train=s["n_train"], n_test=0, seed=s["seed"])
         except ValueError as e:
             raise UsageError(f"--classes/--n-train: {e}") from None
         if not flows.is_linearly_separable(X, y):
@@ -204,8 +202,6 @@ def _flat(observables: dict) -> dict:
     for name, value in observables.items():
         if isinstance(value, (tuple, list)):
             out.update({f"{name}_{k}": np.asarray(v) for k, v in enumerate(value)})
-        elif isinstance(value, dict):
-            out.update({f"{name}_{k}": np.asarray(v) for k, v in value.items()})
         else:
             out[name] = np.asarray(value)
     return out
@@ -217,7 +213,7 @@ def _stats(traj) -> dict:
 
 
 def _flow(problem, loss, t1, s, out, tag, *, rtol, solver, observables):
-    ts = flows.log_times(t1, s["n_save"])
+    ts = flows.log_times(t1, s["n_save"], t_min=1e-3 * min(1.0, t1))
     # Keyed by the settings, so a rerun into the same folder resumes only its own solve.
     key = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:10]
     checkpoint = os.path.join(out, f".{tag}-{key}.checkpoint.npz")
@@ -280,7 +276,7 @@ def _logistic_part(problem, s, out, record) -> None:
             "loss_times_t_final": traj.loss[-1] * traj.ts[-1],
         }
         if i == 0:
-            i1 = int(np.searchsorted(traj.ts, 1.0))
+            i1 = min(int(np.searchsorted(traj.ts, 1.0)), len(traj.ts) - 1)
             run.update(
                 {
                     "alignment_initial": obs["alignment"][0],
@@ -292,7 +288,7 @@ def _logistic_part(problem, s, out, record) -> None:
                         float(sv[-1, 0]) for sv in obs["singular_values"]
                     ],
                     "normalised_margin_final": obs["margin"][-1],
-                    "angle_to_max_margin_at_t1": obs["angle"][i1],
+                    "angle_to_max_margin_at_unit_time": obs["angle"][i1],
                     "angle_to_max_margin_final": obs["angle"][-1],
                     "train_accuracy_final": float(
                         np.mean(np.sign(problem.X_np @ obs["end_to_end"][-1, 0]) == problem.y_np)
