@@ -180,9 +180,10 @@ def max_margin_angle(
 
 
 def layer_norm_gaps(model) -> Float[Array, " L-1"]:
-    """‖W_k‖_F² − ‖W_{k+1}‖_F² for each pair of adjacent layers (with a bias b_k, ‖W_k‖_F² +
-    ‖b_k‖²). Conserved under gradient flow for deep linear networks and for bias-free or
-    biased networks with positively homogeneous activations (ReLU, leaky ReLU, abs).
+    """‖W_k‖_F² − ‖W_{k+1}‖_F² for each pair of adjacent layers; with biases,
+    ‖W_k‖_F² + ‖b_k‖² − ‖W_{k+1}‖_F² (scaling (W_k, b_k) by c and W_{k+1} by 1/c leaves the
+    network unchanged). Conserved under gradient flow for deep linear networks and for
+    networks with positively homogeneous activations (ReLU, leaky ReLU, abs).
 
     **Arguments:** `model`: a `DeepLinearNet` or `MLP` (any model with `weights`, and
     optionally `biases`).
@@ -193,10 +194,10 @@ def layer_norm_gaps(model) -> Float[Array, " L-1"]:
     """
     layers = _layers(model)
     biases = getattr(model, "biases", None)
-    sq = [jnp.sum(w**2) for w in layers]
+    incoming = [jnp.sum(w**2) for w in layers]
     if biases is not None:
-        sq = [s + jnp.sum(b**2) for s, b in zip(sq, biases, strict=True)]
-    return jnp.stack([a - b for a, b in zip(sq[:-1], sq[1:], strict=True)])
+        incoming = [s + jnp.sum(b**2) for s, b in zip(incoming, biases, strict=True)]
+    return jnp.stack([incoming[k] - jnp.sum(layers[k + 1] ** 2) for k in range(len(layers) - 1)])
 
 
 def neuron_balancedness(model: TwoLayerNet) -> Float[Array, " m"]:

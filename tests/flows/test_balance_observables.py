@@ -1,8 +1,10 @@
 """Observables and the max-margin direction, against closed forms and an independent QP."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.flatten_util import ravel_pytree
 from scipy.optimize import minimize, nnls
 
 import flows
@@ -89,9 +91,39 @@ def test_balancedness_drift_and_neuron_invariant_values():
     np.testing.assert_allclose(flows.balancedness_drift(net0)(net1), [19**0.5], rtol=1e-15)
     rel = flows.balancedness_drift(net0, relative=True)(net1)
     np.testing.assert_allclose(rel, [19**0.5 / (6.0 + 10.0)], rtol=1e-15)
-    two = models.TwoLayerNet(2, 3, activation="relu", key=__import__("jax").random.PRNGKey(0))
+    two = models.TwoLayerNet(2, 3, activation="relu", key=jax.random.PRNGKey(0))
     np.testing.assert_allclose(
         flows.neuron_balancedness(two), np.sum(np.asarray(two.b) ** 2, 1) - np.asarray(two.a) ** 2
     )
     with pytest.raises(ValueError, match="at least two layers"):
         flows.balancedness_drift(models.DeepLinearNet([jnp.eye(2)]))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        models.MLP(3, 5, 2, activation="relu", bias=True, key=jax.random.PRNGKey(1)),
+        models.MLP(3, 5, 2, activation="abs", bias=False, key=jax.random.PRNGKey(2)),
+        models.TwoLayerNet(3, 6, activation="leaky_relu", key=jax.random.PRNGKey(3)),
+    ],
+    ids=["relu_mlp_bias", "abs_mlp", "leaky_two_layer"],
+)
+def test_homogeneous_invariants_have_zero_rate_along_the_gradient(model):
+    # Under the flow d/dt I(θ) = −⟨∇I, ∇F⟩: it must vanish identically, for any loss.
+    X = jax.random.normal(jax.random.PRNGKey(0), (7, 3))
+    y = jnp.cos(X[:, 0])
+
+    def loss(m):
+        return jnp.sum((jax.vmap(m)(X) - y) ** 2)
+
+    invariant = (
+        flows.neuron_balancedness
+        if isinstance(model, models.TwoLayerNet)
+        else (flows.layer_norm_gaps)
+    )
+    flat, unravel = ravel_pytree(model)
+    J = jax.jacobian(lambda f: invariant(unravel(f)))(flat)  # (m, p)
+    g = ravel_pytree(jax.grad(loss)(model))[0]
+    rate, scale = J @ g, jnp.abs(J) @ jnp.abs(g)  # scale: the rate with no cancellation
+    assert float(jnp.abs(rate / scale).max()) <= 1e-14
+    assert float(scale.min()) > 1e-3 and float(jnp.abs(invariant(model)).min()) > 1e-3
