@@ -27,7 +27,8 @@ class MaxMargin:
     solver: dict
 
 
-def _signed(X, y) -> np.ndarray:
+def signed_inputs(X, y) -> np.ndarray:
+    """Rows y_i x_i, after checking shapes, finiteness and labels ±1 (both present)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
@@ -56,7 +57,7 @@ def is_linearly_separable(X: Float[ArrayLike, "n d"], y: Float[ArrayLike, " n"])
     """
     from scipy.optimize import linprog
 
-    Z = _signed(X, y)
+    Z = signed_inputs(X, y)
     d = Z.shape[1]
     res = linprog(
         np.zeros(d), A_ub=-Z, b_ub=-np.ones(len(Z)), bounds=[(None, None)] * d, method="highs"
@@ -101,7 +102,7 @@ def max_margin(
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
-    Z = _signed(X, y)
+    Z = signed_inputs(X, y)
     if not is_linearly_separable(X, y):
         raise ValueError("the data are not linearly separable through the origin: no max margin")
     svc = LinearSVC(loss="hinge", fit_intercept=False, C=C, tol=tol, max_iter=max_iter, dual=True)

@@ -15,6 +15,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from models import DeepLinearNet, TwoLayerNet
 
+from ._max_margin import signed_inputs
+
 
 def _layers(model) -> tuple:
     weights = getattr(model, "weights", None)
@@ -136,11 +138,12 @@ def normalised_margin(
     SVM margin `max_margin(X, y).margin` under the logistic or exponential loss on separable
     data.
 
-    **Raises:** `ValueError` if shapes do not match.
+    **Raises:** `ValueError` if shapes do not match, values are not finite, or `y` does not
+    hold both labels ±1.
 
     **Reference:** Soudry, Hoffer, Nacson, Gunasekar & Srebro 2018, Thm 3; Ji & Telgarsky 2019.
     """
-    Z = _signed_inputs(X, y)
+    Z = jnp.asarray(signed_inputs(X, y))
 
     def margin(model):
         beta = _end_to_end_vector(model)
@@ -210,11 +213,3 @@ def neuron_balancedness(model: TwoLayerNet) -> Float[Array, " m"]:
     **Reference:** Du, Hu & Lee 2018, Thm 2.1.
     """
     return jnp.sum(model.b**2, axis=1) - model.a**2
-
-
-def _signed_inputs(X, y) -> Array:
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (n, d) and y (n,), got shapes {X.shape} and {y.shape}")
-    return jnp.asarray(y[:, None] * X)
