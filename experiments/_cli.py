@@ -10,6 +10,7 @@ from ._common import UsageError
 EXPERIMENTS = {
     "lazy": "experiments.lazy",
     "portrait": "experiments.portrait",
+    "balance": "experiments.balance",
 }
 
 

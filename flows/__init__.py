@@ -8,6 +8,7 @@ from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
 from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
+from ._gd import gradient_descent as gradient_descent  # noqa: E402
 from ._integrate import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._lazy import LazyComparison as LazyComparison  # noqa: E402
 from ._lazy import lazy_comparison as lazy_comparison  # noqa: E402
@@ -15,5 +16,18 @@ from ._losses import ExponentialLoss as ExponentialLoss  # noqa: E402
 from ._losses import LogisticLoss as LogisticLoss  # noqa: E402
 from ._losses import SquaredLoss as SquaredLoss  # noqa: E402
 from ._losses import get_loss as get_loss  # noqa: E402
+from ._max_margin import MaxMargin as MaxMargin  # noqa: E402
+from ._max_margin import is_linearly_separable as is_linearly_separable  # noqa: E402
+from ._max_margin import max_margin as max_margin  # noqa: E402
+from ._observables import adjacent_alignment as adjacent_alignment  # noqa: E402
+from ._observables import balancedness_drift as balancedness_drift  # noqa: E402
+from ._observables import end_to_end as end_to_end  # noqa: E402
+from ._observables import layer_norm_gaps as layer_norm_gaps  # noqa: E402
+from ._observables import layer_singular_values as layer_singular_values  # noqa: E402
+from ._observables import max_margin_angle as max_margin_angle  # noqa: E402
+from ._observables import neuron_balancedness as neuron_balancedness  # noqa: E402
+from ._observables import normalised_margin as normalised_margin  # noqa: E402
+from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
+from ._observables import stable_rank as stable_rank  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402

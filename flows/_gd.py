@@ -1,0 +1,125 @@
+"""Gradient descent θ_{k+1} = θ_k − η∇F(θ_k): forward Euler on the gradient flow, in flow time.
+
+A discrete algorithm, not an ODE solver: the iterates are what is studied (their departure
+from the flow), so they are computed exactly as written, by a `lax.fori_loop` over the same
+vector field (`_GradientField`) and recorded by the same recorder (`_Recorder`) that
+`gradient_flow` uses. diffrax's `Euler` with a constant step would interpolate between
+iterates at save times that are not on the step grid, and accumulate t by repeated addition.
+"""
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from models import partition
+
+from ._checks import check_finite, check_positive, check_ts
+from ._flow import Trajectory, _GradientField, _Recorder
+from ._times import log_times
+
+
+@eqx.filter_jit
+def _descend(field, y, eta, k0, n):
+    def step(i, y):
+        v = field((k0 + i) * eta, y, None)
+        return jax.tree.map(lambda a, g: a + eta * g, y, v)
+
+    return jax.lax.fori_loop(0, n, step, y)
+
+
+@eqx.filter_jit
+def _record(recorder, t, y):
+    return recorder(t, y, None)
+
+
+def _finite(tree) -> bool:
+    return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(tree))
+
+
+def gradient_descent(
+    loss,
+    params0: Any,
+    t1: float,
+    *,
+    eta: float,
+    ts=None,
+    observables: dict | None = None,
+    save_params: bool = True,
+    progress: bool = False,
+) -> Trajectory:
+    """Gradient descent with step η, θ_{k+1} = θ_k − η∇loss(θ_k), reported in flow time.
+
+    Step k is at t = kη: a step η covers flow time η, so the result sits on the same time axis
+    as `gradient_flow` and tends to it as η → 0 (forward Euler, first order).
+
+    **Arguments:**
+    - `loss`, `params0`, `observables`, `save_params`, `progress`: as in `gradient_flow`.
+    - `t1`: final flow time, > 0, rounded to the step grid: K = round(t1/η) ≥ 1. As in
+      `gradient_flow`, the iterates are computed up to the last save time.
+    - `eta`: step size η > 0, in flow-time units.
+    - `ts`: save times in [0, t1], strictly increasing. Each is rounded to the nearest step
+      time kη (repeats after rounding are dropped): `Trajectory.ts` holds the step times
+      actually recorded. Default: `log_times(t1, 100, t_min=η)`.
+
+    **Returns:** a `Trajectory`; `stats` has `num_steps` = `grad_evals` (the steps taken) and
+    `solvers = ["gradient_descent"]`, `config` has `eta`.
+
+    **Raises:**
+    - `ValueError` naming the argument: `t1` or `eta` not finite and > 0, η > t1, `ts`
+      unsorted or outside [0, t1], non-finite `params0`.
+    - `FloatingPointError` with the step and time when the iterates become non-finite
+      (η above the stability limit 2/λ_max of the Hessian).
+
+    **Reference:** Du, Hu & Lee 2018, §4 (gradient descent keeps balancedness only
+    approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
+    over a fixed horizon is first order in η).
+    """
+    t1 = check_positive("t1", t1)
+    eta = check_positive("eta", eta)
+    n_steps = int(round(t1 / eta))
+    if n_steps < 1:
+        raise ValueError(f"eta must be <= t1 (at least one step), got eta={eta}, t1={t1}")
+    if ts is None:
+        ts = log_times(t1, 100, t_min=eta) if n_steps > 1 else np.array([0.0, t1])
+    ts = check_ts(ts, t1)
+    save_steps = np.unique(np.minimum(np.rint(ts / eta).astype(np.int64), n_steps))
+    trainable, static = partition(params0)
+    if not jax.tree.leaves(trainable):
+        raise ValueError("params0 has no trainable (inexact array) leaves")
+    check_finite("params0", trainable)
+    field = _GradientField(loss, static)
+    recorder = _Recorder(loss, tuple(sorted((observables or {}).items())), save_params, static)
+
+    records, y, k = [], trainable, 0
+    with tqdm(
+        total=int(save_steps[-1]),
+        desc="gradient descent",
+        unit="step",
+        disable=not progress,
+        leave=False,
+    ) as bar:
+        for k_save in save_steps:
+            y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_save - k))
+            if not _finite(y_next):
+                raise FloatingPointError(
+                    f"gradient descent became non-finite between step {k} (t={k * eta:.6g}) "
+                    f"and step {k_save} (t={k_save * eta:.6g}); reduce eta (got {eta})"
+                )
+            bar.update(int(k_save - k))
+            bar.set_postfix(t=f"{k_save * eta:.3g}")
+            y, k = y_next, int(k_save)
+            records.append(jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y)))
+    saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
+    params = eqx.combine(saved["params"], static) if save_params else None
+    stats = {
+        "num_steps": k,
+        "grad_evals": k,
+        "solvers": ["gradient_descent"],
+        "result": "successful",
+    }
+    config = {"solver": "gradient_descent", "eta": eta, "t1": t1}
+    return Trajectory(save_steps * eta, params, saved["loss"], saved["observables"], stats, config)
