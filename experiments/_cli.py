@@ -19,29 +19,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gradflows", description="Exact gradient flows of training objectives.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="name the experiments")
-    run = sub.add_parser("run", help="run an experiment")
-    runs = run.add_subparsers(dest="experiment", required=True, parser_class=_Parser)
-    for name, module in EXPERIMENTS.items():
-        mod = importlib.import_module(module)
-        p = runs.add_parser(name, help=mod.DESCRIPTION, description=mod.DESCRIPTION)
-        mod.add_arguments(p)
-    return parser
-
-
 def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Entry point of `gradflows`. Only the experiment that is run gets imported."""
+    top = _Parser(prog="gradflows", description="Exact gradient flows of training objectives.")
+    sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("list", help="name the experiments")
+    run = sub.add_parser("run", help="run an experiment: gradflows run NAME --help")
+    run.add_argument("experiment", choices=list(EXPERIMENTS))
+    run.add_argument("options", nargs=argparse.REMAINDER, help="the experiment's options")
+    args = top.parse_args(argv)
     if args.command == "list":
         for name, module in EXPERIMENTS.items():
             print(f"{name:10s} {importlib.import_module(module).DESCRIPTION}")
         return 0
     mod = importlib.import_module(EXPERIMENTS[args.experiment])
+    parser = _Parser(prog=f"gradflows run {args.experiment}", description=mod.DESCRIPTION)
+    mod.add_arguments(parser)
+    options = parser.parse_args(args.options)
     try:
-        return mod.run(args)
+        return mod.run(options)
     except UsageError as e:
         print(f"gradflows run {args.experiment}: error: {e}", file=sys.stderr)
         return 2

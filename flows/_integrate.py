@@ -42,7 +42,15 @@ class CountedField(eqx.Module):
 
 
 class MaxStepsReached(RuntimeError):
-    """The step budget ran out before the final time."""
+    """The step budget ran out before the final time. The budget is checked inside each chunk
+    (whose own limit is `max_steps`) and between chunks, so a solve stops after at most
+    `max_steps` steps plus those of one chunk."""
+
+
+_MORE_STEPS = (
+    "increase `max_steps` or loosen `rtol`/`atol`; for a stiff flow use solver='kvaerno5'; "
+    "a non-smooth objective (ReLU kinks) chatters and needs many steps with any solver"
+)
 
 
 @dataclasses.dataclass
@@ -234,8 +242,8 @@ def integrate(
                     jnp.asarray(chunk_ts),
                     state,
                     make_solver(phase, rtol, atol),
-                    rtol,
-                    atol,
+                    jnp.asarray(rtol),
+                    jnp.asarray(atol),
                     dtmin,
                     budget,
                 )
@@ -288,14 +296,13 @@ def integrate(
                 if bool(hit):
                     raise MaxStepsReached(
                         f"max_steps={max_steps} reached at t={t_hit:.6g} before t={t_end:.6g}; "
-                        "increase `max_steps`, loosen `rtol`/`atol`, or use solver='kvaerno5' "
-                        "for a stiff flow"
+                        f"{_MORE_STEPS}"
                     )
                 raise RuntimeError(f"the solver failed at t={t_hit:.6g} before t={t_end:.6g}")
             if stats.num_steps > max_steps:
                 raise MaxStepsReached(
                     f"max_steps={max_steps} reached (used {stats.num_steps}) by t={t_end:.6g}; "
-                    "increase `max_steps` or use solver='kvaerno5' for a stiff flow"
+                    f"{_MORE_STEPS}"
                 )
             stats.chunks = c + 1
             bar.update(1)

@@ -1,5 +1,6 @@
 """The long squared-loss flow of a deep linear network is stiff near its minimum:
-`solver="auto"` switches to the implicit Kvaerno5 and finishes within a stated budget."""
+`solver="auto"` detects it (ρ·t1 above `stiff_horizon`) and finishes with the implicit
+Kvaerno5 within a stated budget."""
 
 import jax
 import jax.numpy as jnp
@@ -10,9 +11,8 @@ import models
 
 T1 = 1e4
 RTOL = 1e-8
-# Measured: 2,305 steps in all (1,000 of them the explicit trial of the chunk that switched,
-# at t ≈ 160), 13,910 gradient evaluations. Tsit5 alone needs 74,956 steps to t = 10⁴.
-STEP_BUDGET = 4_000
+# Tsit5 alone needs 74,956 steps to t = 10⁴; the stated budget for "auto" is 300.
+STEP_BUDGET = 300
 
 
 def test_squared_loss_flow_switches_to_implicit_and_reaches_least_squares():
@@ -40,11 +40,9 @@ def test_squared_loss_flow_switches_to_implicit_and_reaches_least_squares():
     stats = traj.stats
     print(
         f"squared loss to t=1e4: {stats['num_steps']} steps, {stats['grad_evals']} evals, "
-        f"solvers {stats['solvers']}, switched at t={stats['switched_to_implicit_at']:.4g}, "
-        f"max drift {traj.observables['drift'].max():.2e}"
+        f"solvers {stats['solvers']}, max drift {traj.observables['drift'].max():.2e}"
     )
-    assert stats["solvers"] == ["tsit5", "kvaerno5"]
-    assert 1.0 < stats["switched_to_implicit_at"] < T1
+    assert stats["solvers"][-1] == "kvaerno5"
     assert stats["num_steps"] <= STEP_BUDGET
     # The end-to-end vector reaches the least-squares solution (closed form).
     beta_ls = np.linalg.lstsq(np.asarray(X), np.asarray(y), rcond=None)[0]
