@@ -316,17 +316,16 @@ def _flows(objectives: tuple, starts: np.ndarray, t1: float, args, *, n_times, r
 
 
 def _gradient_descent(objective: Callable, w0: np.ndarray, eta: float, steps: int) -> np.ndarray:
-    """Iterates w ← w − η∇F(w) (a discrete algorithm, not an ODE solver): shape (steps + 1, 2)."""
-    grad = jax.jit(jax.grad(lambda w: jnp.reshape(objective(w), ())))
-    out = [np.asarray(w0, dtype=np.float64)]
-    for _ in range(steps):
-        with np.errstate(over="ignore", invalid="ignore"):
-            out.append(out[-1] - eta * np.asarray(grad(jnp.asarray(out[-1]))))
-        if not np.all(np.isfinite(out[-1])):
-            raise FloatingPointError(
-                f"gradient descent diverged at step {len(out) - 1}; lower eta (got {eta})"
-            )
-    return np.stack(out)
+    """Iterates w ← w − η∇F(w) of `flows.gradient_descent`, every step: shape (steps + 1, 2)."""
+    t1 = eta * steps
+    traj = flows.gradient_descent(
+        lambda w: jnp.reshape(objective(w), ()),
+        jnp.asarray(w0, dtype=jnp.float64),
+        t1,
+        eta=eta,
+        ts=eta * np.arange(steps + 1),
+    )
+    return np.asarray(traj.params)
 
 
 # ----------------------------------------------------------------------------- drawing
