@@ -14,4 +14,12 @@ from ._losses import LogisticLoss as LogisticLoss  # noqa: E402
 from ._losses import SquaredLoss as SquaredLoss  # noqa: E402
 from ._losses import get_loss as get_loss  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
+from ._theory import LazyConstants as LazyConstants  # noqa: E402
+from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402
+from ._theory import late_rate as late_rate  # noqa: E402
+from ._theory import lazy_constants as lazy_constants  # noqa: E402
+from ._theory import loglog_slope as loglog_slope  # noqa: E402
+from ._theory import ntk_gram as ntk_gram  # noqa: E402
+from ._theory import theorem_2_2_bound as theorem_2_2_bound  # noqa: E402
+from ._theory import theorem_2_4_bound as theorem_2_4_bound  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402
