@@ -630,7 +630,5 @@ def print_summary(folder: str, figures) -> None:
         )
     else:
         print(f"Thm 2.4: C0 not computed ({th['lip_method']})")
-    print(
-        f"wrote {folder}/: results.json, trajectories.npz, "
-        + ", ".join(os.path.basename(p) for p in figures)
-    )
+    drawn = ", ".join(os.path.basename(p) for p in figures) or "no figures (no α finished)"
+    print(f"wrote {folder}/: results.json, trajectories.npz, {drawn}")

@@ -116,6 +116,16 @@ def test_centred_output_gap_falls_as_alpha_to_minus_one(tmp_path):
     assert fits["weight_gap_slope"] == pytest.approx(-2, abs=0.05)
 
 
+def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
+    folder = str(tmp_path / "failed")
+    argv = ["run", "lazy", *TINY, "--alphas", "10", "--max-steps", "30", "--out", folder]
+    assert main(argv) == 1
+    (run,) = _results(folder)["runs"]
+    assert run["failed"] is True and "MaxStepsReached" in run["reason"]
+    assert run["sup_weight_gap"] is None and _results(folder)["fits"]["weight_gap_slope"] is None
+    assert os.path.exists(os.path.join(folder, "alpha-00.json"))
+
+
 def _write(path, text):
     with open(path, "w") as f:
         f.write(text)
