@@ -30,4 +30,12 @@ from ._observables import normalised_margin as normalised_margin  # noqa: E402
 from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
 from ._observables import stable_rank as stable_rank  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
+from ._theory import LazyConstants as LazyConstants  # noqa: E402
+from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402
+from ._theory import late_rate as late_rate  # noqa: E402
+from ._theory import lazy_constants as lazy_constants  # noqa: E402
+from ._theory import loglog_slope as loglog_slope  # noqa: E402
+from ._theory import ntk_gram as ntk_gram  # noqa: E402
+from ._theory import theorem_2_2_bound as theorem_2_2_bound  # noqa: E402
+from ._theory import theorem_2_4_bound as theorem_2_4_bound  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402

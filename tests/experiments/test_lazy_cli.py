@@ -1,0 +1,203 @@
+"""`gradflows run lazy` on tiny configurations: the numbers in results.json, resume, bad input.
+
+Chizat, Oyallon & Bach 2019: weight gap O(α⁻²), output gap O(α⁻²) doubled / O(α⁻¹) centred,
+distance from w0 O(α⁻¹) below Theorem 2.2's bound √(T·R(αh(w0)))/α.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from experiments import _data
+from experiments._cli import main
+
+TINY = ["--width", "8", "--n-train", "12", "--n-test", "6", "--t1", "0.5", "--n-times", "15"]
+TINY += ["--no-progress"]
+SCHEMA_RUN = {
+    "alpha",
+    "sup_weight_gap",
+    "sup_output_gap",
+    "sup_heldout_output_gap",
+    "sup_distance_from_init",
+    "final_loss",
+    "final_loss_linearized",
+    "rate",
+    "theorem_2_4_rate",
+    "symmetrize",
+}
+SCHEMA_FITS = {"weight_gap_slope", "output_gap_slope", "heldout_output_gap_slope", "distance_slope"}
+
+
+def _results(folder):
+    with open(os.path.join(folder, "results.json")) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def doubled(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("lazy") / "doubled")
+    code = main(["run", "lazy", *TINY, "--alphas", "10,100,1000", "--out", folder])
+    assert code == 0
+    return folder
+
+
+def test_results_json_has_the_stable_schema_and_plain_finite_numbers(doubled):
+    res = _results(doubled)
+    assert {"experiment", "config", "versions", "runs", "fits"} <= set(res)
+    assert res["experiment"] == "lazy"
+    assert {"jax", "diffrax", "equinox", "gradflows"} <= set(res["versions"])
+    for key in ("solver", "rtol", "atol", "seed", "t1", "alphas"):
+        assert key in res["config"]
+    assert set(res["fits"]) == SCHEMA_FITS
+    assert [r["alpha"] for r in res["runs"]] == [10.0, 100.0, 1000.0]
+    for run in res["runs"]:
+        assert SCHEMA_RUN <= set(run) and run["failed"] is False
+        for key in SCHEMA_RUN - {"symmetrize"}:
+            assert isinstance(run[key], float) and np.isfinite(run[key])
+    with np.load(os.path.join(doubled, "trajectories.npz")) as npz:
+        assert npz["weight_gap"].shape == (3, len(npz["ts"]))
+    for name in ("gaps.png", "loss.png", "distance.png", "heldout.png"):
+        assert os.path.getsize(os.path.join(doubled, name)) > 10_000
+
+
+def test_doubled_gaps_fall_at_the_lazy_rates(doubled):
+    fits = _results(doubled)["fits"]
+    assert fits["weight_gap_slope"] == pytest.approx(-2, abs=0.05)
+    assert fits["output_gap_slope"] == pytest.approx(-2, abs=0.1)
+    assert fits["heldout_output_gap_slope"] == pytest.approx(-2, abs=0.1)
+    assert fits["distance_slope"] == pytest.approx(-1, abs=0.05)
+
+
+def test_measurements_stay_below_theorem_bounds_and_rates_match_theory(doubled):
+    res = _results(doubled)
+    th = res["theory"]
+    assert th["theorem_2_4_rate"] == pytest.approx(th["lambda_min"] / 4, rel=1e-12)
+    for run in res["runs"]:
+        assert run["sup_distance_from_init"] <= run["theorem_2_2_bound"]
+        # h(w0) = 0 and R(0) = ½‖y*‖²: the bound is √(t1·½‖y*‖²)/α
+        expected = np.sqrt(0.5 * 0.5 * th["y_star_norm"] ** 2) / run["alpha"]
+        assert run["theorem_2_2_bound"] == pytest.approx(expected, rel=1e-12)
+        assert run["theorem_2_4_rate"] == th["theorem_2_4_rate"]
+        assert run["theorem_2_4_bound_held"] is True  # residual below Thm 2.4's bound
+    # the fitted rates of the two flows' residuals approach each other like the gaps, α⁻²
+    diff = [abs(r["rate"] - r["rate_linearized"]) for r in res["runs"]]  # α = 10, 100, 1000
+    assert diff[2] < 1e-3 * diff[0]
+    assert res["runs"][2]["rate"] == pytest.approx(res["runs"][2]["rate_linearized"], rel=1e-4)
+
+
+def test_resume_recomputes_only_the_missing_alpha(doubled, tmp_path, capsys):
+    folder = str(tmp_path / "resumed")
+    os.makedirs(folder)
+    for name in os.listdir(doubled):
+        if name.startswith(("alpha-", "config")) and not name.startswith("alpha-02"):
+            with open(os.path.join(doubled, name), "rb") as src:
+                with open(os.path.join(folder, name), "wb") as dst:
+                    dst.write(src.read())
+    kept = open(os.path.join(folder, "alpha-00.json")).read()
+    assert main(["run", "lazy", "--resume", folder, "--no-progress"]) == 0
+    assert open(os.path.join(folder, "alpha-00.json")).read() == kept  # not recomputed
+    new, old = _results(folder)["runs"][2], _results(doubled)["runs"][2]
+    assert new["sup_weight_gap"] == pytest.approx(old["sup_weight_gap"], rel=1e-12)
+    capsys.readouterr()
+    assert main(["run", "lazy", "--resume", folder, "--width", "9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--width" in err
+
+
+def test_centred_output_gap_falls_as_alpha_to_minus_one(tmp_path):
+    folder = str(tmp_path / "centred")
+    argv = ["run", "lazy", *TINY, "--alphas", "30,100,300,1000", "--symmetrize", "centred"]
+    assert main([*argv, "--out", folder]) == 0
+    fits = _results(folder)["fits"]
+    assert fits["output_gap_slope"] == pytest.approx(-1, abs=0.05)
+    assert fits["heldout_output_gap_slope"] == pytest.approx(-1, abs=0.05)
+    assert fits["weight_gap_slope"] == pytest.approx(-2, abs=0.05)
+
+
+def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
+    folder = str(tmp_path / "failed")
+    argv = ["run", "lazy", *TINY, "--alphas", "10", "--max-steps", "30", "--out", folder]
+    assert main(argv) == 1
+    (run,) = _results(folder)["runs"]
+    assert run["failed"] is True and "MaxStepsReached" in run["reason"]
+    assert run["sup_weight_gap"] is None and _results(folder)["fits"]["weight_gap_slope"] is None
+    assert os.path.exists(os.path.join(folder, "alpha-00.json"))
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--data", "no-such-thing"], "no-such-thing"),
+        (["--alphas", "0"], "--alphas"),
+        (["--alphas", ","], "--alphas"),
+        (["--alphas", "1", "-3"], "--alphas"),
+        (["--width", "0"], "--width"),
+        (["--classes", "3"], "--classes"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line_naming_them(argv, named, tmp_path, capsys):
+    assert main(["run", "lazy", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and named in err and "Traceback" not in err
+    assert not os.path.exists(tmp_path / "x")  # no run folder for bad input
+
+
+def test_an_empty_alpha_list_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", "lazy", "--alphas"])
+    assert e.value.code == 2
+    assert "--alphas" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name, text, says",
+    [
+        ("no_target.csv", "a,b\n1,2\n3,4\n", "no target column"),
+        ("nan.csv", "a,target\n1,0\nnan,1\n2,1\n", "NaN"),
+        ("blank.csv", "a,target\n1,0\n,1\n2,1\n", "NaN"),
+        ("one_class.csv", "a,target\n1,1\n2,1\n3,1\n", "single class"),
+        ("broken.npz", "this is not a zip archive", "cannot read"),
+        ("empty.csv", "", "empty"),
+    ],
+)
+def test_bad_files_exit_2_with_one_line_naming_the_file(name, text, says, tmp_path, capsys):
+    path = _write(tmp_path / name, text)
+    assert main(["run", "lazy", "--data", path, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and name in err and says in err
+
+
+def test_csv_targets_become_plus_minus_one_and_features_are_standardised(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(3.0, 2.0, size=(30, 3))
+    y = np.where(X[:, 0] > 3.0, 7, 2)
+    rows = "\n".join(f"{a},{t},{b},{c}" for (a, b, c), t in zip(X, y))
+    path = _write(tmp_path / "d.csv", "f0,label,f1,f2\n" + rows + "\n")
+    Xtr, ytr, Xte, yte = _data.table(path, target="label", n_train=20, n_test=10)
+    assert set(np.unique(np.concatenate([ytr, yte]))) == {-1.0, 1.0}
+    np.testing.assert_allclose(Xtr.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(Xtr.std(axis=0), 1.0, rtol=1e-12)
+    assert Xtr.shape == (20, 3) and Xte.shape == (10, 3)
+
+
+def test_npz_with_x_and_target_arrays_loads(tmp_path):
+    X = np.arange(40.0).reshape(20, 2) ** 1.5
+    path = str(tmp_path / "d.npz")
+    np.savez(path, X=X, target=np.linspace(-1.0, 2.0, 20))
+    Xtr, ytr, _, _ = _data.table(path, n_train=15, n_test=5)
+    assert Xtr.shape == (15, 2) and len(np.unique(ytr)) == 15  # regression targets kept
+
+
+def test_teacher_inputs_lie_on_the_sphere_and_targets_have_unit_rms():
+    Xtr, ytr, Xte, yte = _data.teacher(n_train=50, n_test=20, dim=5, neurons=3, seed=1)
+    np.testing.assert_allclose(np.linalg.norm(np.vstack([Xtr, Xte]), axis=1), 1.0, rtol=1e-12)
+    assert np.sqrt(np.mean(ytr**2)) == pytest.approx(1.0, rel=1e-12)
+    assert Xte.shape == (20, 5) and yte.shape == (20,)
