@@ -2,15 +2,12 @@
 
 import dataclasses
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import partition
-
 from ._checks import check_positive, check_ts
-from ._flat import FlatSpec
+from ._flat import jacobian
 from ._losses import SquaredLoss
 
 
@@ -59,14 +56,7 @@ def linear_closed_form(model, data, alpha: float, ts, *, loss=None, eig_tol: flo
     if not isinstance(loss, SquaredLoss):
         raise ValueError(f"loss must be a SquaredLoss for the closed form, got {loss!r}")
     X, Y = (jnp.asarray(a, dtype=jnp.float64) for a in data)
-    trainable, static = partition(model)
-    spec = FlatSpec.of(trainable)
-    w0 = spec.ravel(trainable)
-
-    def h(wf):
-        return jnp.ravel(jax.vmap(eqx.combine(spec.unravel(wf), static))(X))
-
-    J = jax.jacrev(h)(w0)
+    J, w0, h = jacobian(model, X)
     c, _ = loss.curvature(X.shape[0])
     lam, V = jnp.linalg.eigh(c * (J @ J.T))
     lam = jnp.where(lam > eig_tol * jnp.max(jnp.abs(lam)), lam, 0.0)

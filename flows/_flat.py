@@ -1,11 +1,15 @@
 """Flattening a parameter pytree to one vector, with a hashable spec (so that jitted code
-that holds it is reused across calls, unlike the closure `ravel_pytree` returns)."""
+that holds it is reused across calls, unlike the closure `ravel_pytree` returns), and a
+model's outputs as a function of the flat parameters."""
 
 import dataclasses
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+
+from models import partition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,3 +37,27 @@ class FlatSpec:
             leaves.append(flat[start : start + size].reshape(shape).astype(dtype))
             start += size
         return jax.tree.unflatten(self.treedef, leaves)
+
+
+def flat_model(static, spec, X):
+    """w ↦ vec(h(w)) on the inputs X, for flat trainable parameters w."""
+
+    def h(wf):
+        return jnp.ravel(jax.vmap(eqx.combine(spec.unravel(wf), static))(X))
+
+    return h
+
+
+def outputs(model, X):
+    """(w0, h, (static, spec, X)): the flat trainable parameters, w ↦ vec(h(w)) on the inputs
+    X, and the pieces that rebuild h inside a jitted function."""
+    trainable, static = partition(model)
+    spec = FlatSpec.of(trainable)
+    X = jnp.asarray(X, dtype=jnp.float64)
+    return spec.ravel(trainable), flat_model(static, spec, X), (static, spec, X)
+
+
+def jacobian(model, X):
+    """(J, w0, h): J = Dh(w0), shape (n·k, p), formed explicitly by reverse mode."""
+    w0, h, _ = outputs(model, X)
+    return jax.jacrev(h)(w0), w0, h

@@ -257,6 +257,11 @@ def lazy_comparison(
         raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
     if out.shape != Y.shape:
         raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
+    if int(nodes) < 2:
+        raise ValueError(
+            f"nodes must be >= 2 (one Gauss node misses the term that survives a doubled "
+            f"model's symmetric cancellation), got {nodes}"
+        )
     if remainder == "auto":
         remainder = alpha >= remainder_alpha
     spec = FlatSpec.of(trainable)

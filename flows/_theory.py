@@ -16,29 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import partition
-
 from ._checks import check_positive
-from ._flat import FlatSpec
+from ._flat import flat_model, jacobian
+from ._flat import outputs as _outputs
 from ._losses import SquaredLoss
-
-
-def _flat_model(static, spec, X):
-    """w ↦ vec(h(w)) on the inputs X, for flat trainable parameters w."""
-
-    def h(wf):
-        return jnp.ravel(jax.vmap(eqx.combine(spec.unravel(wf), static))(X))
-
-    return h
-
-
-def _outputs(model, X):
-    """(w0, h, (static, spec, X)): the flat trainable parameters, w ↦ vec(h(w)) on the inputs
-    X, and the pieces that rebuild h inside a jitted function."""
-    trainable, static = partition(model)
-    spec = FlatSpec.of(trainable)
-    X = jnp.asarray(X, dtype=jnp.float64)
-    return spec.ravel(trainable), _flat_model(static, spec, X), (static, spec, X)
 
 
 def ntk_gram(model, X) -> np.ndarray:
@@ -54,8 +35,7 @@ def ntk_gram(model, X) -> np.ndarray:
 
     **Reference:** Chizat, Oyallon & Bach 2019, §2 (Σ(w) = Dh(w)Dh(w)ᵀ); Jacot et al. 2018.
     """
-    w0, h, _ = _outputs(model, X)
-    J = jax.jacrev(h)(w0)
+    J, _, _ = jacobian(model, X)
     return np.asarray(J @ J.T)
 
 
@@ -65,7 +45,7 @@ def _second_derivative_norm(pieces, w, key, iterations):
     z = D²h(w)[u,u]/‖·‖, then u ← (H_z + ‖D²h(w)[u,u]‖·I)u/‖·‖ with H_z = ∇²⟨z, h⟩(w), the
     Hessian of one output direction. Each step increases uᵀH_z u = ⟨z, D²h(w)[u,u]⟩.
     Jitted with the model's pieces as arguments: one compilation per model structure."""
-    h = _flat_model(*pieces)
+    h = flat_model(*pieces)
 
     def d2(u):
         return jax.jvp(lambda v: jax.jvp(h, (v,), (u,))[1], (w,), (u,))[1]
