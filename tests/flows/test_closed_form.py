@@ -25,7 +25,17 @@ def test_linear_branch_ode_matches_closed_form_to_1e_8(reduction):
     ts = np.array([0.0, 0.1, 1.0, 10.0, 100.0, 1000.0])
     alpha = 3.0
     ode = flows.lazy_comparison(
-        net, (X, Y), alpha, 1000.0, loss=loss, ts=ts, rtol=1e-12, atol=1e-14, save_params=True
+        net,
+        (X, Y),
+        alpha,
+        1000.0,
+        loss=loss,
+        ts=ts,
+        rtol=1e-12,
+        atol=1e-14,
+        save_params=True,
+        solver="tsit5",
+        max_steps=10**6,
     )
     exact = flows.linear_closed_form(net, (X, Y), alpha, ts, loss=loss)
     scale = np.linalg.norm(exact.ubar, axis=1).max()
