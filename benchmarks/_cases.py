@@ -723,7 +723,13 @@ def _lazy_compile_reuse(base, cfg):
             )
         )
         times.append(seconds)
-    return {"width": width, "t1": 1.0, "first_alpha_s": times[0], "second_alpha_s": times[1]}
+    return {
+        "width": width,
+        "t1": 1.0,
+        "alphas": [100.0, 1000.0],
+        "first_alpha_s": times[0],
+        "second_alpha_s": times[1],
+    }
 
 
 RUNNERS = {
