@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 import diffrax as dfx
+import jax.numpy as jnp
 import optimistix as optx
 
 
@@ -27,7 +28,12 @@ class StepMemoryPID(dfx.AbstractAdaptiveStepSizeController):
         keep, next_t0, next_t1, jump, pid_state, result = self.pid.adapt_step_size(
             t0, t1, y0, y1_candidate, args, y_error, error_order, state[0]
         )
-        return keep, next_t0, next_t1, jump, (pid_state, next_t1 - next_t0), result
+        proposal, previous = next_t1 - next_t0, state[1]
+        # A step cut short to land on the end of the interval says nothing about the step
+        # size the solution allows: keep the larger proposal across it.
+        clipped = (t1 - t0) < previous * (1 - 1e-9)
+        remembered = jnp.where(clipped, jnp.maximum(proposal, previous), proposal)
+        return keep, next_t0, next_t1, jump, (pid_state, remembered), result
 
 
 def step_memory_pid(rtol, atol, dtmin) -> StepMemoryPID:

@@ -204,8 +204,6 @@ def integrate(
     if solver == "auto":
         stats.stiffness = float(_spectral_radius(field, y0)) * float(ts[-1])
         phase = "kvaerno5" if stats.stiffness > stiff_horizon else "tsit5"
-    # Below this step the solve is declared collapsed: a finite-time blow-up, not stiffness.
-    dtmin = jnp.asarray(1e-13 * max(1.0, float(ts[-1])))
     t_start, y, state, done = 0.0, y0, None, 0
     if checkpoint is not None and os.path.exists(checkpoint):
         with np.load(checkpoint, allow_pickle=False) as ck:
@@ -227,6 +225,8 @@ def integrate(
         for c in range(done, n_chunks):
             pending = groups[c]
             t_end = float(ts[pending[-1]])
+            # Below this step the solve is declared collapsed: a finite-time blow-up.
+            dtmin = jnp.asarray(1e-13 * max(1.0, t_end))
             while len(pending):
                 chunk_ts = np.concatenate([ts[pending], np.full(k - len(pending), t_end)])
                 explicit_trial = solver == "auto" and phase not in IMPLICIT
