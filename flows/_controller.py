@@ -10,11 +10,14 @@ import optimistix as optx
 class StepMemoryPID(dfx.AbstractAdaptiveStepSizeController):
     """diffrax's `PIDController`, with the last proposed step size kept in the controller
     state, so that a chunked solve can resume with it (`dt0` of the next chunk) instead of
-    re-estimating a step (2 evaluations) and ramping up again in every chunk."""
+    re-estimating a step (2 evaluations) and ramping up again in every chunk. A proposed step
+    below `dtmin` that does not follow a step cut short at the end of the interval ends the
+    solve with `dt_min_reached`: the trajectory is blowing up."""
 
     pid: dfx.PIDController
     rtol: float
     atol: float
+    dtmin: float
     norm: Callable = optx.rms_norm
 
     def wrap(self, direction):
@@ -33,9 +36,12 @@ class StepMemoryPID(dfx.AbstractAdaptiveStepSizeController):
         # size the solution allows: keep the larger proposal across it.
         clipped = (t1 - t0) < previous * (1 - 1e-9)
         remembered = jnp.where(clipped, jnp.maximum(proposal, previous), proposal)
+        # The step size collapsing (not merely a short last step) means a blow-up.
+        collapsed = jnp.logical_and(jnp.logical_not(clipped), proposal < self.dtmin)
+        result = dfx.RESULTS.where(collapsed, dfx.RESULTS.dt_min_reached, result)
         return keep, next_t0, next_t1, jump, (pid_state, remembered), result
 
 
 def step_memory_pid(rtol, atol, dtmin) -> StepMemoryPID:
-    pid = dfx.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False)
-    return StepMemoryPID(pid, rtol, atol)
+    pid = dfx.PIDController(rtol=rtol, atol=atol)
+    return StepMemoryPID(pid, rtol, atol, dtmin)

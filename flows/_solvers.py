@@ -33,7 +33,7 @@ def make_solver(name: str, rtol: float, atol: float):
     if name == "dopri8":
         return dfx.Dopri8()
     if name == "kvaerno5":
-        gmres = lx.GMRES(rtol=rtol, atol=atol, restart=20, stagnation_iters=20)
+        gmres = lx.GMRES(rtol=rtol, atol=atol, restart=10, stagnation_iters=10)
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
