@@ -2,6 +2,7 @@
 
 import argparse
 import importlib
+import os
 import sys
 
 from ._common import UsageError
@@ -44,6 +45,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: finished results are kept in the run folder", file=sys.stderr)
         return 130
+    except Exception as e:  # a computation that failed: one line; GRADFLOWS_DEBUG=1 re-raises
+        if os.environ.get("GRADFLOWS_DEBUG"):
+            raise
+        message = " ".join(str(e).split()) or type(e).__name__
+        print(f"gradflows run {args.experiment}: failed: {message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ then `results.json`, `trajectories.npz` and four figures (`experiments._lazy_plo
 """
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -213,19 +214,20 @@ def _alphas(values) -> list[float]:
 def _settings(args) -> dict:
     s = {key: getattr(args, key) for key in DEFAULTS}
     s["alphas"] = _alphas(s["alphas"])
-    for key, low in (
-        ("width", 1),
-        ("depth", 1),
-        ("n_train", 2),
-        ("n_test", 0),
-        ("n_times", 2),
-        ("max_steps", 1),
-        ("nodes", 1),
-        ("dim", 2),
-        ("teacher_neurons", 1),
+    for key, low, high in (
+        ("width", 1, 100_000),
+        ("depth", 1, 64),
+        ("n_train", 2, 10**6),
+        ("n_test", 0, 10**6),
+        ("n_times", 2, 100_000),
+        ("max_steps", 1, 10**9),
+        ("nodes", 2, 16),
+        ("dim", 2, 100_000),
+        ("teacher_neurons", 1, 100_000),
+        ("seed", 0, 2**32 - 1),
     ):
-        if s[key] < low:
-            raise UsageError(f"--{key.replace('_', '-')} must be >= {low}, got {s[key]}")
+        if not low <= s[key] <= high:
+            raise UsageError(f"--{key.replace('_', '-')} must lie in [{low}, {high}], got {s[key]}")
     for key in ("rtol", "atol", "loss_decades", "remainder_alpha"):
         if not (math.isfinite(s[key]) and s[key] > 0):
             raise UsageError(f"--{key.replace('_', '-')} must be finite and > 0, got {s[key]}")
@@ -242,15 +244,21 @@ def _settings(args) -> dict:
     return s
 
 
+def _stored_config(folder: str) -> dict:
+    try:
+        with open(os.path.join(folder, "config.json")) as f:
+            config = json.load(f)
+        if not isinstance(config, dict) or any(key not in config for key in DEFAULTS):
+            raise ValueError
+        return config
+    except (OSError, ValueError):
+        raise UsageError(f"--resume {folder!r}: no readable config.json of a lazy run") from None
+
+
 def _resumed(folder: str, s: dict) -> dict:
     """The settings recorded in `folder`; options given now must agree with them."""
-    path = os.path.join(folder, "config.json")
-    try:
-        with open(path) as f:
-            config = json.load(f)
-        stored = {key: config[key] for key in DEFAULTS}  # t1: the horizon the run resolved
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UsageError(f"--resume {folder!r}: no readable config.json of a lazy run") from None
+    config = _stored_config(folder)
+    stored = {key: config[key] for key in DEFAULTS}  # t1: the horizon the run resolved
     for key, value in s.items():
         given = DEFAULT_ALPHAS if key == "alphas" and DEFAULTS[key] is None else DEFAULTS[key]
         if value != given and value != stored.get(key):
@@ -435,6 +443,23 @@ def run(args) -> int:
             raise UsageError(f"--resume {args.resume!r}: no such folder")
         s = _resumed(args.resume, s)
     X, Y, X_test, Y_test, data_what = load_data(s)  # bad data fails before a folder is made
+    data_sha256 = hashlib.sha256(
+        b"".join(
+            np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in (X, Y, X_test, Y_test)
+        )
+    ).hexdigest()
+    if args.resume is not None:
+        stored = _stored_config(args.resume).get("data_sha256")
+        if stored is not None and stored != data_sha256:
+            raise UsageError(
+                f"--resume {args.resume!r}: the data differ from the run's (SHA-256 of the "
+                "training and held-out arrays); start a new run"
+            )
+    elif args.out is not None and os.path.exists(os.path.join(args.out, "config.json")):
+        raise UsageError(
+            f"--out {args.out!r} already holds a run: continue it with --resume {args.out} "
+            "or choose a new --out"
+        )
     folder = args.resume if args.resume is not None else run_dir(args.out, "lazy")
     model = build_model(s, X.shape[1])
     smooth = s["activation"] not in NON_SMOOTH
@@ -463,6 +488,7 @@ def run(args) -> int:
         if s["t1"] is not None
         else f"D·ln(10)/(2·λ_min(Σ)) with D = --loss-decades = {s['loss_decades']:g}",
         "data_description": data_what,
+        "data_sha256": data_sha256,
         "n_train": int(len(Y)),
         "n_test": int(len(Y_test)),
         "in_size": int(X.shape[1]),
@@ -617,7 +643,7 @@ def print_summary(folder: str, figures) -> None:
         f"lambda_min(Sigma) = {th['lambda_min']:.4g}, lambda_max = {th['lambda_max']:.4g}, "
         f"Thm 2.4 rate m*sigma_min^2/4 = {th['theorem_2_4_rate']:.4g}"
     )
-    if rates:
+    if rates and th["lambda_min"] > 0 and th["theorem_2_4_rate"] > 0:
         med = float(np.median(rates))
         print(
             f"late rate (median over alpha) = {med:.4g} = {med / th['lambda_min']:.3f} lambda_min"

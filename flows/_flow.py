@@ -10,7 +10,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_ts
+from ._checks import check_finite, check_positive, check_solve_settings, check_ts
 from ._integrate import integrate
 from ._solvers import check_solver
 from ._times import log_times
@@ -126,8 +126,7 @@ def gradient_flow(
     t1 = check_positive("t1", t1)
     ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
     check_solver(solver)
-    if int(max_steps) < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+    check_solve_settings(rtol, atol, chunks, max_steps)
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")

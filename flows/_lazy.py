@@ -27,7 +27,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_ts
+from ._checks import check_finite, check_positive, check_solve_settings, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
 from ._losses import get_loss
@@ -240,6 +240,7 @@ def lazy_comparison(
     t1 = check_positive("t1", t1)
     ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
     check_solver(solver)
+    check_solve_settings(rtol, atol, chunks, max_steps)
     loss = get_loss(loss)
     X, Y = _check_data("data", *data)
     X_test = None
@@ -257,9 +258,9 @@ def lazy_comparison(
         raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
     if out.shape != Y.shape:
         raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
-    if int(nodes) < 2:
+    if not 2 <= int(nodes) <= 16:
         raise ValueError(
-            f"nodes must be >= 2 (one Gauss node misses the term that survives a doubled "
+            f"nodes must lie in [2, 16] (one Gauss node misses the term that survives a doubled "
             f"model's symmetric cancellation), got {nodes}"
         )
     if remainder == "auto":

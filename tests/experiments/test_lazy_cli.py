@@ -201,3 +201,26 @@ def test_teacher_inputs_lie_on_the_sphere_and_targets_have_unit_rms():
     np.testing.assert_allclose(np.linalg.norm(np.vstack([Xtr, Xte]), axis=1), 1.0, rtol=1e-12)
     assert np.sqrt(np.mean(ytr**2)) == pytest.approx(1.0, rel=1e-12)
     assert Xte.shape == (20, 5) and yte.shape == (20,)
+
+
+def test_an_existing_run_folder_is_not_reused_with_other_settings(doubled, capsys):
+    code = main(["run", "lazy", *TINY, "--alphas", "100", "--width", "4", "--out", doubled])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--out" in err[0] and "--resume" in err[0]
+    assert [r["alpha"] for r in _results(doubled)["runs"]] == [10.0, 100.0, 1000.0]
+
+
+def test_resume_refuses_changed_data(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "d.csv"
+    X = rng.normal(size=(30, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,target", comments="")
+    folder = str(tmp_path / "run")
+    assert main(["run", "lazy", *TINY, "--data", str(path), "--alphas", "10", "--out", folder]) == 0
+    X[0, 0] += 1.0
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,target", comments="")
+    capsys.readouterr()
+    assert main(["run", "lazy", "--data", str(path), "--resume", folder, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "data differ" in err[0]

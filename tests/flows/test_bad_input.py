@@ -24,6 +24,11 @@ def loss(p):
         (dict(t1=1.0, ts=[-1.0, 0.5]), "ts"),
         (dict(t1=1.0, solver="euler"), "solver"),
         (dict(t1=1.0, max_steps=0), "max_steps"),
+        (dict(t1=1.0, rtol=float("nan")), "rtol"),
+        (dict(t1=1.0, rtol=0.0), "rtol"),
+        (dict(t1=1.0, rtol=1e-30), "rtol"),
+        (dict(t1=1.0, atol=-1.0), "atol"),
+        (dict(t1=1.0, chunks=0), "chunks"),
     ],
 )
 def test_gradient_flow_rejects_bad_arguments(kwargs, match):
