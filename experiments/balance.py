@@ -120,6 +120,8 @@ def _settings(args) -> dict:
         raise UsageError(f"--gd-t1 ({gd_t1}) must be at least 10 steps of the largest eta")
     if args.n_save < 2:
         raise UsageError(f"--n-save must be >= 2, got {args.n_save}")
+    if not 0 <= args.seed <= 2**32 - 1:
+        raise UsageError(f"--seed must lie in [0, 2**32 - 1], got {args.seed}")
     for name, value in (
         ("--max-steps", args.max_steps),
         ("--homogeneous-max-steps", args.homogeneous_max_steps),

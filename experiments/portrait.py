@@ -80,10 +80,12 @@ def _check(args) -> None:
     if not math.isfinite(args.target):
         raise UsageError(f"--target must be a finite number, got {args.target}")
     for name in ("grid", "field_grid"):
-        if getattr(args, name) < 5:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 5, got {getattr(args, name)}")
-    if args.gd_steps < 1:
-        raise UsageError(f"--gd-steps must be >= 1, got {args.gd_steps}")
+        if not 5 <= getattr(args, name) <= 2000:
+            raise UsageError(
+                f"--{name.replace('_', '-')} must lie in [5, 2000], got {getattr(args, name)}"
+            )
+    if not 1 <= args.gd_steps <= 10_000:
+        raise UsageError(f"--gd-steps must lie in [1, 10000], got {args.gd_steps}")
 
 
 def _compute(name: str, args) -> dict:
