@@ -11,6 +11,7 @@ import numpy as np
 from models import partition
 
 from ._checks import check_finite, check_positive, check_solve_settings, check_ts
+from ._flat import FlatSpec
 from ._integrate import integrate
 from ._solvers import check_solver
 from ._times import log_times
@@ -49,8 +50,12 @@ class Trajectory:
 class _GradientField(eqx.Module):
     loss: Callable = eqx.field(static=True)
     static: Any
+    spec: FlatSpec | None = eqx.field(static=True, default=None)  # y is one flat vector
 
     def __call__(self, t, y, args):
+        if self.spec is not None:
+            grad = jax.grad(lambda d: self.loss(eqx.combine(d, self.static)))(self.spec.unravel(y))
+            return -self.spec.ravel(grad)
         grad = jax.grad(lambda d: self.loss(eqx.combine(d, self.static)))(y)
         return jax.tree.map(lambda g: -g, grad)
 
@@ -60,9 +65,10 @@ class _Recorder(eqx.Module):
     observables: tuple = eqx.field(static=True)
     save_params: bool = eqx.field(static=True)
     static: Any
+    spec: FlatSpec | None = eqx.field(static=True, default=None)
 
     def __call__(self, t, y, args):
-        params = eqx.combine(y, self.static)
+        params = eqx.combine(y if self.spec is None else self.spec.unravel(y), self.static)
         out = {"loss": self.loss(params)}
         out["observables"] = {name: fn(params) for name, fn in self.observables}
         if self.save_params:
@@ -132,11 +138,14 @@ def gradient_flow(
         raise ValueError("params0 has no trainable (inexact array) leaves")
     check_finite("params0", trainable)
     obs = tuple(sorted((observables or {}).items()))
+    # One flat state vector: diffrax's per-step work is then a few array operations, not a
+    # few per leaf (measured: raw diffrax Tsit5 1.29× → 1.22× a bare scan at 10⁴ weights).
+    spec = FlatSpec.of(trainable)
     saved, _, stats = integrate(
-        _GradientField(loss, static),
-        trainable,
+        _GradientField(loss, static, spec),
+        spec.ravel(trainable),
         ts,
-        _Recorder(loss, obs, save_params, static),
+        _Recorder(loss, obs, save_params, static, spec),
         solver=solver,
         rtol=rtol,
         atol=atol,
@@ -148,7 +157,10 @@ def gradient_flow(
         desc="gradient flow",
         checkpoint=checkpoint,
     )
-    params = eqx.combine(saved["params"], static) if save_params else None
+    params = None
+    if save_params:
+        params = eqx.combine(jax.vmap(spec.unravel)(saved["params"]), static)
+        params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
     config = {
         "solver": solver,
         "rtol": rtol,
