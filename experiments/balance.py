@@ -534,10 +534,13 @@ def _summary(results, figures) -> None:
         lines.append(f"GD drift exponent in eta: {results['gd']['drift_exponent_in_eta']:.3f}")
     if "squared" in results:
         sq = results["squared"]
-        lines.append(
-            f"squared: {sq['num_steps']} steps, solvers {sq['solvers']}, switched at "
-            f"t={sq['switched_to_implicit_at']}"
+        switch = sq["switched_to_implicit_at"]
+        how = (
+            "implicit from the start"
+            if switch is None
+            else f"switched to implicit at t={switch:.4g}"
         )
+        lines.append(f"squared: {sq['num_steps']} steps, solvers {sq['solvers']} ({how})")
     for name, runs in results.get("homogeneous", {}).get("runs", {}).items():
         for run in runs.values():
             done = run["status"] == "finished"
