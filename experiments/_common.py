@@ -53,6 +53,9 @@ def _atomic(path: str, write) -> None:
     try:
         with os.fdopen(fd, "w" if write[0] == "text" else "wb") as f:
             write[1](f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are for sharing
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -147,6 +147,9 @@ def _atomic_savez(path: str, **arrays) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
     os.close(fd)
     np.savez(tmp, **arrays)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are for sharing
     os.replace(tmp, path)
 
 
