@@ -320,11 +320,8 @@ def build_model(s: dict, in_size: int):
 
 
 def save_times(t1: float, lambda_max: float, n: int) -> np.ndarray:
-    """`flows.log_times` from min(10⁻³t1, 10⁻²/λ_max) (the fastest mode's time scale), joined
-    with 20 evenly spaced times, so that both the early fall and the late exponential tail are
-    resolved."""
-    t_min = min(1e-3 * t1, 1e-2 / lambda_max) if lambda_max > 0 else 1e-3 * t1
-    return np.union1d(flows.log_times(t1, n, t_min=t_min), np.linspace(0.0, t1, 21)[1:])
+    """`flows.lazy_save_times` (kept for callers of this module)."""
+    return flows.lazy_save_times(t1, lambda_max, n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,7 +475,7 @@ def run(args) -> int:
                 f"--t1: the NTK Gram matrix is singular (λ_min = {constants.lambda_min:.3g}), "
                 "so no horizon makes the loss fall by 10^D; give --t1"
             )
-        t1 = s["loss_decades"] * math.log(10) / (2 * constants.lambda_min)
+        t1 = flows.lazy_horizon(constants.lambda_min, s["loss_decades"])
     ts = save_times(t1, constants.lambda_max, s["n_times"])
     heldout = X_test if len(X_test) else None
     config = {
