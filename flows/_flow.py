@@ -73,9 +73,16 @@ def undefined_observables(ts: np.ndarray, observables: dict) -> dict:
                 f"{len(ts)} save times, first at t={undefined[name][0]:.6g}; the flow itself is "
                 f"finite (Trajectory.undefined[{name!r}] lists the times)",
                 UndefinedObservableWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
     return undefined
+
+
+def trajectory(ts, params, saved: dict, stats, config: dict) -> Trajectory:
+    """A `Trajectory` from what a `_Recorder` saved, undefined observables reported."""
+    observed = saved["observables"]
+    undefined = undefined_observables(ts, observed)
+    return Trajectory(ts, params, saved["loss"], observed, stats.to_dict(), config, undefined)
 
 
 class _GradientField(eqx.Module):
@@ -187,14 +194,4 @@ def gradient_flow(
     if save_params:
         params = eqx.combine(jax.vmap(spec.unravel)(saved["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
-    config = {**settings.to_dict(), "t1": t1}
-    observed = saved["observables"]
-    return Trajectory(
-        ts,
-        params,
-        saved["loss"],
-        observed,
-        stats.to_dict(),
-        config,
-        undefined_observables(ts, observed),
-    )
+    return trajectory(ts, params, saved, stats, {**settings.to_dict(), "t1": t1})

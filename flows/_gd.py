@@ -19,7 +19,7 @@ from models import partition
 
 from ._checks import check_finite, check_float64, check_positive, check_ts
 from ._failures import MaxStepsReached
-from ._flow import Trajectory, _GradientField, _Recorder, undefined_observables
+from ._flow import Trajectory, _GradientField, _Recorder, trajectory
 from ._settings import SolveSettings, resolve_settings
 from ._stats import SolveStats
 from ._times import log_times
@@ -141,14 +141,4 @@ def gradient_descent(
         solvers=["gradient_descent"],
     )
     config = {"solver": "gradient_descent", "eta": eta, "t1": t1, "max_steps": settings.max_steps}
-    ts = save_steps * eta
-    observed = saved["observables"]
-    return Trajectory(
-        ts,
-        params,
-        saved["loss"],
-        observed,
-        stats.to_dict(),
-        config,
-        undefined_observables(ts, observed),
-    )
+    return trajectory(save_steps * eta, params, saved, stats, config)
