@@ -6,8 +6,11 @@ import diffrax as dfx
 import lineax as lx
 import optimistix as optx
 
+from ._gauss import GaussLegendre
+
 EXPLICIT = ("tsit5", "dopri5", "dopri8")
-IMPLICIT = ("kvaerno5",)
+GAUSS = {"implicit_midpoint": 1, "gauss4": 2, "gauss6": 3}  # name: stages
+IMPLICIT = ("kvaerno5", *GAUSS)
 NAMES = ("auto",) + EXPLICIT + IMPLICIT
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
@@ -25,6 +28,11 @@ def make_solver(name: str, rtol: float, atol: float):
     whose linear systems are solved by GMRES through Jacobian-vector products (Hessian-vector
     products of the objective), so no p×p matrix is ever formed. diffrax's default Kvaerno root
     finder builds a dense Jacobian, unusable beyond ~10³ parameters.
+
+    "implicit_midpoint", "gauss4" and "gauss6" are the 1-, 2- and 3-stage Gauss–Legendre
+    collocation methods (orders 2, 4, 6; `GaussLegendre`): they conserve every quadratic
+    invariant to the accuracy of their Newton solve (relative residual ≤ 1e-13), whatever
+    `rtol`, which only sets their step size.
     """
     if name == "tsit5":
         return dfx.Tsit5()
@@ -36,6 +44,8 @@ def make_solver(name: str, rtol: float, atol: float):
         gmres = lx.GMRES(rtol=rtol, atol=atol, restart=10, stagnation_iters=10)
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
+    if name in GAUSS:
+        return GaussLegendre(stages=GAUSS[name])
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
 
 
