@@ -105,7 +105,10 @@ def gradient_flow(
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
     - `solver`: "tsit5", "dopri5", "dopri8" (explicit), "kvaerno5" (implicit, matrix-free
-      Newton–GMRES) or "auto". **Rule of "auto":** estimate ρ = λ_max of the Hessian at
+      Newton–GMRES), "implicit_midpoint", "gauss4", "gauss6" (Gauss–Legendre, orders 2/4/6:
+      quadratic invariants such as balancedness kept to round-off at any rtol; they step onto
+      every save time, so `chunks` is ignored) or "auto".
+      **Rule of "auto":** estimate ρ = λ_max of the Hessian at
       `params0` (20 power iterations of Hessian-vector products); if ρ·t1 > `stiff_horizon`
       (an explicit solver would need over ~ρ·t1/3.3 steps near a minimum of that curvature),
       use Kvaerno5 with Newton–GMRES throughout. Otherwise use Tsit5, and from the first chunk
@@ -126,7 +129,9 @@ def gradient_flow(
     **Raises:**
     - `ValueError` naming the argument: `t1` ≤ 0 or non-finite, `ts` unsorted or outside
       [0, t1], non-finite `params0`, unknown `solver`.
-    - `FloatingPointError` with the time reached, if the trajectory becomes non-finite.
+    - `FloatingPointError` with the time reached, if the trajectory becomes non-finite, or
+      (Gauss–Legendre solvers) with the time and the Newton residual, if the stage equations
+      cannot be solved to 1e-13 even at smaller steps.
     - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
     """
     t1 = check_positive("t1", t1)

@@ -19,25 +19,26 @@ import lineax as lx
 import numpy as np
 import optimistix as optx
 
-# Host-side note of the latest attempted step: (t0, dt, residual, converged). `integrate` reads
-# it when a solve stops, to name the Newton residual that made the step size collapse.
+# Host-side note of the latest step whose Newton iteration failed: (t0, dt, residual).
+# `integrate` reads it when a solve stops, to name the residual that stopped it.
 _LATEST = {}
 
 
 def _note_step(t0, dt, residual, converged):
-    _LATEST.update(t=float(t0), dt=float(dt), residual=float(residual), converged=bool(converged))
+    if not converged:
+        _LATEST.update(t=float(t0), dt=float(dt), residual=float(residual))
 
 
-def newton_failure() -> str | None:
-    """A sentence naming the time and the residual, if the latest attempted step of a
-    Gauss–Legendre solve was rejected because its Newton iteration failed; else None."""
+def newton_failure(t_reached: float) -> str | None:
+    """A sentence naming the time and the residual, if a step of a Gauss–Legendre solve from
+    the time reached was rejected because its Newton iteration failed; else None."""
     jax.effects_barrier()
-    if not _LATEST or _LATEST["converged"]:
+    if not _LATEST or abs(_LATEST["t"] - t_reached) > 1e-12 * max(1.0, abs(t_reached)):
         return None
     return (
         f"Newton's iteration on the implicit stages did not converge at t={_LATEST['t']:.6g} "
         f"(step {_LATEST['dt']:.3g}): relative residual {_LATEST['residual']:.3g}, and smaller "
-        "steps did not help"
+        "steps did not help (is the objective finite and differentiable beyond this point?)"
     )
 
 

@@ -319,7 +319,7 @@ def integrate(
                     state, t_start = new_state, t_end
                     continue
                 t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
-                failure = newton_failure()
+                failure = newton_failure(t_hit)
                 if failure is not None:
                     raise FloatingPointError(
                         f"{failure} (solver={phase!r}; the solve reached "
