@@ -145,6 +145,9 @@ def gradient_flow(
       Tsit5, and from the first chunk that needs more than `stiff_steps` steps go on with
       Kvaerno5 from the time reached. Stiff squared-loss flows thus reach t = 10⁶ in ~10²
       steps; non-stiff ones stay explicit. `max_steps` bounds the steps of the whole solve.
+      The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
+      quadratic invariants such as balancedness to round-off at any rtol; they step onto
+      every save time, so `chunks` is ignored for them.
     - `**overrides`: any field of `SolveSettings` by name, replacing that field of
       `settings`: `gradient_flow(loss, p, t1, rtol=1e-8)` is
       `gradient_flow(loss, p, t1, settings=SolveSettings(rtol=1e-8))`.
@@ -166,6 +169,8 @@ def gradient_flow(
       (with the state's and the field's norms), the state really grew, or it (or the loss)
       became non-finite. An observable that is undefined at some times is not a failure: it
       gives an `UndefinedObservableWarning` and `Trajectory.undefined`.
+    - `FloatingPointError` (Gauss–Legendre solvers) with the time and the Newton residual,
+      if the stage equations cannot be solved to 1e-13 even at smaller steps.
     - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
     """
     t1 = check_positive("t1", t1)

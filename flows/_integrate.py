@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 from ._controller import step_memory_pid
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._settings import SolveSettings
-from ._solvers import EVALS_PER_STEP, IMPLICIT, make_solver
+from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
+from ._solvers import EVALS_PER_STEP, GAUSS, IMPLICIT, make_solver
 from ._stats import SolveStats
 
 _EVALS = [0]  # vector-field evaluations
@@ -193,7 +194,9 @@ def integrate(
     """
     solver, rtol, atol = settings.solver, settings.rtol, settings.atol
     max_steps, stiff_steps = settings.max_steps, settings.stiff_steps
-    n_chunks = max(1, min(settings.chunks, len(ts)))
+    # A Gauss–Legendre solver steps onto every save time (one chunk per save time): it
+    # conserves quadratic invariants at its steps, not at interpolated times.
+    n_chunks = len(ts) if solver in GAUSS else max(1, min(settings.chunks, len(ts)))
     groups = np.array_split(np.arange(len(ts)), n_chunks)
     k = max(len(g) for g in groups)
     stats = SolveStats()
@@ -241,6 +244,7 @@ def integrate(
                 budget = min(stiff_steps, max_steps) if explicit_trial else max_steps
                 counted = phase in IMPLICIT
                 evals_before, jvps_before = _EVALS[0], _JVPS[0]
+                forget_newton_failure()
                 out = _solve_chunk(
                     CountedField(field, counted),
                     save,
@@ -269,6 +273,11 @@ def integrate(
                     stats.grad_evals += EVALS_PER_STEP[phase] * steps + first
                 if phase not in stats.solvers:
                     stats.solvers.append(phase)
+                residual = max_newton_residual(
+                    make_solver(phase, rtol, atol, settings.gmres_max_iters), new_state[0]
+                )
+                if residual is not None:
+                    stats.newton_residual = max(stats.newton_residual or 0.0, residual)
                 n_saved = len(pending) if bool(ok) else int(np.sum(np.isfinite(save_ts)))
                 leaves = [np.asarray(x)[:n_saved] for x in jax.tree.leaves(saved)]
                 if not _tree_all_finite([x for x, f in zip(leaves, is_flow) if f]):
@@ -284,6 +293,12 @@ def integrate(
                     state, t_start = new_state, t_end
                     continue
                 t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
+                failure = newton_failure(t_hit)
+                if failure is not None:
+                    raise FloatingPointError(
+                        f"{failure} (solver={phase!r}; the solve reached "
+                        f"t={t_hit:.6g} of t={t_end:.6g})"
+                    )
                 if not _tree_all_finite(y):
                     raise FloatingPointError(
                         f"the state became non-finite near t={t_hit:.6g}; "

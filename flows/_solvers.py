@@ -7,8 +7,11 @@ import diffrax as dfx
 import lineax as lx
 import optimistix as optx
 
+from ._gauss import GaussLegendre
+
 EXPLICIT = ("tsit5", "dopri5", "dopri8")
-IMPLICIT = ("kvaerno5",)
+GAUSS = {"implicit_midpoint": 1, "gauss4": 2, "gauss6": 3}  # name: stages
+IMPLICIT = ("kvaerno5", *GAUSS)
 NAMES = ("auto",) + EXPLICIT + IMPLICIT
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
@@ -38,6 +41,11 @@ def make_solver(name: str, rtol: float, atol: float, gmres_max_iters: int = GMRE
     and diffrax rejects the step, so a step costs at most 6 implicit stages × 10 Newton
     iterations × the cap, and `max_steps` bounds the whole solve.
 
+    "implicit_midpoint", "gauss4" and "gauss6" are the 1-, 2- and 3-stage Gauss–Legendre
+    collocation methods (orders 2, 4, 6; `GaussLegendre`): they conserve every quadratic
+    invariant to the accuracy of their Newton solve (relative residual ≤ 1e-13), whatever
+    `rtol`, which only sets their step size.
+
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1).
 
@@ -58,4 +66,6 @@ def make_solver(name: str, rtol: float, atol: float, gmres_max_iters: int = GMRE
         )
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
+    if name in GAUSS:
+        return GaussLegendre(stages=GAUSS[name])
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")

@@ -22,6 +22,8 @@ class SolveStats:
     - `switched_to_implicit_at`: flow time where `solver="auto"` went implicit, or None.
     - `stiffness`: ρ·t1 estimated by `solver="auto"`, or None.
     - `result`: "successful".
+    - `newton_residual`: the largest relative residual of the stage equations over the
+      accepted steps of a Gauss–Legendre solver (None for other solvers).
     """
 
     num_steps: int = 0
@@ -34,6 +36,7 @@ class SolveStats:
     switched_to_implicit_at: float | None = None
     stiffness: float | None = None
     result: str = "successful"
+    newton_residual: float | None = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
