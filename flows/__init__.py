@@ -19,6 +19,7 @@ from ._losses import get_loss as get_loss  # noqa: E402
 from ._max_margin import MaxMargin as MaxMargin  # noqa: E402
 from ._max_margin import is_linearly_separable as is_linearly_separable  # noqa: E402
 from ._max_margin import max_margin as max_margin  # noqa: E402
+from ._ntk_infinite import ntk_infinite as ntk_infinite  # noqa: E402
 from ._observables import adjacent_alignment as adjacent_alignment  # noqa: E402
 from ._observables import balancedness_drift as balancedness_drift  # noqa: E402
 from ._observables import end_to_end as end_to_end  # noqa: E402
