@@ -19,6 +19,7 @@ from ._losses import get_loss as get_loss  # noqa: E402
 from ._max_margin import MaxMargin as MaxMargin  # noqa: E402
 from ._max_margin import is_linearly_separable as is_linearly_separable  # noqa: E402
 from ._max_margin import max_margin as max_margin  # noqa: E402
+from ._ntk import ntk_gram as ntk_gram  # noqa: E402
 from ._ntk_infinite import ntk_infinite as ntk_infinite  # noqa: E402
 from ._observables import adjacent_alignment as adjacent_alignment  # noqa: E402
 from ._observables import balancedness_drift as balancedness_drift  # noqa: E402
@@ -36,7 +37,6 @@ from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402
 from ._theory import late_rate as late_rate  # noqa: E402
 from ._theory import lazy_constants as lazy_constants  # noqa: E402
 from ._theory import loglog_slope as loglog_slope  # noqa: E402
-from ._theory import ntk_gram as ntk_gram  # noqa: E402
 from ._theory import theorem_2_2_bound as theorem_2_2_bound  # noqa: E402
 from ._theory import theorem_2_4_bound as theorem_2_4_bound  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402
