@@ -31,6 +31,9 @@ from ._observables import neuron_balancedness as neuron_balancedness  # noqa: E4
 from ._observables import normalised_margin as normalised_margin  # noqa: E402
 from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
 from ._observables import stable_rank as stable_rank  # noqa: E402
+from ._pl import distance_from_init as distance_from_init  # noqa: E402
+from ._pl import pl_constant as pl_constant  # noqa: E402
+from ._pl import pl_quotient as pl_quotient  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._theory import LazyConstants as LazyConstants  # noqa: E402
 from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402

@@ -41,7 +41,8 @@ def _rows(static, spec, w, X_block):
 
 
 def _outputs_per_input(model, X) -> int:
-    return math.prod(jax.eval_shape(model, jax.ShapeDtypeStruct(X.shape[1:], X.dtype)).shape)
+    shape = jax.eval_shape(lambda x: model(x), jax.ShapeDtypeStruct(X.shape[1:], X.dtype)).shape
+    return math.prod(shape)
 
 
 def _block_gram(model, X, memory: int) -> np.ndarray:
