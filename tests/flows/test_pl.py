@@ -45,8 +45,8 @@ def test_pl_quotient_is_at_least_lambda_min_of_the_ntk_along_a_lazy_flow(alpha):
         worst_identity = max(worst_identity, abs(mu[i] - rayleigh) / rayleigh)
         worst_gap = min(worst_gap, (mu[i] - lam[0]) / lam[-1])
         assert mu[i] <= lam[-1] * (1 + 1e-10)
-    assert worst_identity < 1e-10  # measured 2e-15 (α = 1), 5e-15 (α = 10)
-    assert worst_gap >= -1e-12  # μ ≥ λ_min to round-off; measured min (μ − λ_min)/λ_max ≥ 0
+    assert worst_identity < 1e-10  # measured 1.0e-14 (α = 1), 1.3e-14 (α = 10)
+    assert worst_gap >= -1e-12  # measured min (μ − λ_min)/λ_max: 4e-15 (α = 1), 2e-14 (α = 10)
 
 
 def test_distance_from_init_is_zero_at_t0_and_within_the_energy_bound():
@@ -63,7 +63,7 @@ def test_distance_from_init_is_zero_at_t0_and_within_the_energy_bound():
     np.testing.assert_allclose(d[-1], jnp.linalg.norm(flat(traj.at(10)) - flat(model)), rtol=1e-12)
     bound = np.sqrt(traj.ts * (traj.loss[0] - traj.loss))
     assert np.all(d <= bound * (1 + 1e-6))
-    assert d[-1] > 0.1 * bound[-1]  # not vacuous; measured ratio 0.9
+    assert d[-1] > 0.1 * bound[-1]  # the bound is not vacuous: measured ratio 0.25 at t = 5
 
 
 def test_pl_constant_masks_undefined_points_and_never_returns_nan():
@@ -87,7 +87,7 @@ def test_pl_constant_of_a_quadratic_is_its_curvature():
         F, jnp.array([3.0, 0.5]), 10.0, observables={"pl": flows.pl_quotient(F)}
     )
     mu = flows.pl_constant(traj.observables["pl"])
-    np.testing.assert_allclose(mu, c, rtol=1e-12)  # measured 2e-16
+    np.testing.assert_allclose(mu, c, rtol=1e-12)  # measured 3e-16
 
 
 @pytest.mark.parametrize(
