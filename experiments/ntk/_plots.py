@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from ._report import REFERENCE, key
 
@@ -34,6 +35,8 @@ def _error_figure(arrays, config) -> Figure:
             ax.plot(widths, ref, "k--", lw=1, label=f"m^(−1/2) ({REFERENCE})")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.set_xticks(widths, [str(m) for m in widths])
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel("base width m")
             ax.set_ylabel("‖K_m − K∞‖₂ / ‖K∞‖₂")
             a, b = config["activations"][act]
