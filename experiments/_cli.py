@@ -12,6 +12,7 @@ EXPERIMENTS = {
     "lazy": "experiments.lazy",
     "portrait": "experiments.portrait",
     "balance": "experiments.balance",
+    "ntk": "experiments.ntk",
 }
 
 

@@ -34,6 +34,8 @@ from ._losses import get_loss as get_loss  # noqa: E402
 from ._max_margin import MaxMargin as MaxMargin  # noqa: E402
 from ._max_margin import is_linearly_separable as is_linearly_separable  # noqa: E402
 from ._max_margin import max_margin as max_margin  # noqa: E402
+from ._ntk import ntk_gram as ntk_gram  # noqa: E402
+from ._ntk_infinite import ntk_infinite as ntk_infinite  # noqa: E402
 from ._observables import adjacent_alignment as adjacent_alignment  # noqa: E402
 from ._observables import balancedness_drift as balancedness_drift  # noqa: E402
 from ._observables import end_to_end as end_to_end  # noqa: E402
@@ -44,6 +46,9 @@ from ._observables import neuron_balancedness as neuron_balancedness  # noqa: E4
 from ._observables import normalised_margin as normalised_margin  # noqa: E402
 from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
 from ._observables import stable_rank as stable_rank  # noqa: E402
+from ._pl import distance_from_init as distance_from_init  # noqa: E402
+from ._pl import pl_constant as pl_constant  # noqa: E402
+from ._pl import pl_quotient as pl_quotient  # noqa: E402
 from ._settings import SolveSettings as SolveSettings  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._stats import SolveStats as SolveStats  # noqa: E402
@@ -52,7 +57,6 @@ from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402
 from ._theory import late_rate as late_rate  # noqa: E402
 from ._theory import lazy_constants as lazy_constants  # noqa: E402
 from ._theory import loglog_slope as loglog_slope  # noqa: E402
-from ._theory import ntk_gram as ntk_gram  # noqa: E402
 from ._theory import theorem_2_2_bound as theorem_2_2_bound  # noqa: E402
 from ._theory import theorem_2_4_bound as theorem_2_4_bound  # noqa: E402
 from ._times import log_times as log_times  # noqa: E402

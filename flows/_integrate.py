@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 
 from ._controller import step_memory_pid
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
-from ._settings import SolveSettings
 from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
+from ._settings import SolveSettings
 from ._solvers import EVALS_PER_STEP, GAUSS, IMPLICIT, make_solver
 from ._stats import SolveStats
 

@@ -17,29 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_positive
-from ._flat import flat_model, jacobian
+from ._flat import flat_model
 from ._flat import outputs as _outputs
 from ._losses import SquaredLoss
+from ._ntk import ntk_gram
 
 # λ_min ≤ this·λ_max is round-off: the same cut-off as `linear_closed_form`'s eig_tol.
 _SINGULAR = 1e-12
-
-
-def ntk_gram(model, X) -> np.ndarray:
-    """The NTK Gram matrix Σ = JJᵀ of a model at its current parameters w0.
-
-    **Arguments:**
-    - `model`: an equinox Module called on one input `(d,)`; its trainable arrays (see
-      `models.partition`) are w0, `(p,)` once flattened.
-    - `X`: inputs `(n, d)`.
-
-    **Returns:** Σ, shape `(n·k, n·k)` (k outputs per input; k = 1 for a scalar model), float64.
-    J is formed explicitly: memory n·k·p·8 bytes.
-
-    **Reference:** Chizat, Oyallon & Bach 2019, §2 (Σ(w) = Dh(w)Dh(w)ᵀ); Jacot et al. 2018.
-    """
-    J, _, _ = jacobian(model, X)
-    return np.asarray(J @ J.T)
 
 
 @eqx.filter_jit
