@@ -21,7 +21,7 @@ from ._controller import step_memory_pid
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._settings import SolveSettings
-from ._solvers import EVALS_PER_STEP, GAUSS, IMPLICIT, make_solver
+from ._solvers import EVALS_PER_STEP, GAUSS, IMPLICIT, STIFF, make_solver
 from ._stats import SolveStats
 
 _EVALS = [0]  # vector-field evaluations
@@ -242,7 +242,7 @@ def integrate(
                 chunk_ts = np.concatenate([ts[pending], np.full(k - len(pending), t_end)])
                 explicit_trial = solver == "auto" and phase not in IMPLICIT
                 budget = min(stiff_steps, max_steps) if explicit_trial else max_steps
-                counted = phase in IMPLICIT
+                counted = phase in STIFF
                 evals_before, jvps_before = _EVALS[0], _JVPS[0]
                 forget_newton_failure()
                 out = _solve_chunk(

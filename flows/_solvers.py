@@ -4,15 +4,19 @@ import functools
 import math
 
 import diffrax as dfx
+import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
 
+from ._exprb import ExpRosenbrock32
 from ._gauss import GaussLegendre
 
 EXPLICIT = ("tsit5", "dopri5", "dopri8")
 GAUSS = {"implicit_midpoint": 1, "gauss4": 2, "gauss6": 3}  # name: stages
 IMPLICIT = ("kvaerno5", *GAUSS)
-NAMES = ("auto",) + EXPLICIT + IMPLICIT
+EXPONENTIAL = ("exprb32",)
+STIFF = IMPLICIT + EXPONENTIAL  # solvers whose evaluations are counted, not computed
+NAMES = ("auto",) + EXPLICIT + STIFF
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
 _NewtonWithControllerTols = dfx.with_stepsize_controller_tols(optx.Newton)
@@ -46,6 +50,11 @@ def make_solver(name: str, rtol: float, atol: float, gmres_max_iters: int = GMRE
     invariant to the accuracy of their Newton solve (relative residual ≤ 1e-13), whatever
     `rtol`, which only sets their step size.
 
+    "exprb32" is the exponential Rosenbrock method of Hochbruck, Ostermann & Schweitzer (2009),
+    order 3 with an embedded order-2 estimate, whose φ-functions of the Jacobian (−Hessian)
+    come from Lanczos through Hessian-vector products: exact on linear (quadratic-loss)
+    flows, and its steps near a minimum are limited by the nonlinearity only.
+
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1).
 
@@ -66,6 +75,8 @@ def make_solver(name: str, rtol: float, atol: float, gmres_max_iters: int = GMRE
         )
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
+    if name == "exprb32":
+        return ExpRosenbrock32(jnp.asarray(rtol), jnp.asarray(atol))
     if name in GAUSS:
         return GaussLegendre(stages=GAUSS[name])
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
