@@ -1,5 +1,7 @@
-"""Files of a run folder: atomic writes of JSON and `.npz`, JSON-safe values, versions."""
+"""Files of a run folder: atomic writes of JSON, `.npz` and figures, JSON-safe values, versions,
+fingerprints of the data."""
 
+import hashlib
 import importlib.metadata
 import json
 import math
@@ -77,3 +79,15 @@ def write_json(path: str, obj) -> None:
 def write_npz(path: str, **arrays) -> None:
     """Write arrays to `.npz` atomically."""
     _atomic(path, ("bytes", lambda f: np.savez(f, **arrays)))
+
+
+def write_figure(path: str, figure, **savefig) -> None:
+    """Save a matplotlib `Figure` atomically; the format is the extension of `path`."""
+    fmt = os.path.splitext(path)[1].lstrip(".")
+    _atomic(path, ("bytes", lambda f: figure.savefig(f, format=fmt, **savefig)))
+
+
+def sha256(*arrays) -> str:
+    """SHA-256 of the arrays as float64 bytes: `--resume` refuses data that changed."""
+    data = b"".join(np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in arrays)
+    return hashlib.sha256(data).hexdigest()

@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 
-from ._options import UsageError
+from ._options import UsageError, flag
 
 CONFIG = "config.json"
 TEMP_PREFIX = ".tmp-"  # of `_files`' atomic writes (not imported: numpy would come with it)
@@ -160,3 +160,17 @@ class RunFolder:
             kept.append("a checkpoint of the solve in progress")
         what = " and ".join(kept) if kept else "its settings only (config.json), no results yet"
         return f"interrupted: {self.path} keeps {what}; resume with: {self.resume_command()}"
+
+
+def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -> dict:
+    """The settings recorded in a resumed run's `config` (one per key of `defaults`, the
+    options' defaults); an option given now (not at its default) must agree with them.
+    Raises `UsageError` naming the flag that differs."""
+    stored = {key: config.get(key, defaults[key]) for key in defaults}
+    for key in defaults:
+        if getattr(args, key) != defaults[key] and s[key] != stored[key]:
+            raise UsageError(
+                f"--resume {folder!r}: {flag(key)} {s[key]} differs from the run's "
+                f"{stored[key]}; drop the option or start a new run"
+            )
+    return stored

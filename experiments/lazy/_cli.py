@@ -166,15 +166,3 @@ def settings(args) -> dict:
         raise UsageError(f"--activation: {e}") from None
     solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
     return s
-
-
-def resumed(config: dict, folder: str, args, s: dict) -> dict:
-    """The settings recorded in the run's `config`; options given now must agree with them."""
-    stored = {key: config.get(key, DEFAULTS[key]) for key in DEFAULTS}  # t1: as resolved
-    for key in DEFAULTS:
-        if getattr(args, key) != DEFAULTS[key] and s[key] != stored[key]:
-            raise UsageError(
-                f"--resume {folder!r}: {flag(key)} {s[key]} differs from the run's "
-                f"{stored[key]}; drop the option or start a new run"
-            )
-    return stored

@@ -1,26 +1,19 @@
 """The lazy sweep: settings, data, constants, every α, results, figures, summary."""
 
-import hashlib
-
 import jax
-import numpy as np
 from tqdm.auto import tqdm
 
 import flows
 
 from .. import _interrupt
+from .._files import sha256
 from .._options import UsageError
-from .._run_folder import RunFolder
+from .._run_folder import RunFolder, resumed_settings
 from ._alpha import LOSS, NON_SMOOTH, _finished, solve_alpha
-from ._cli import resumed, settings
+from ._cli import DEFAULTS, settings
 from ._inputs import build_model, describe, load_data
 from ._report import print_summary
 from ._results import write_results
-
-
-def _sha256(*arrays) -> str:
-    data = b"".join(np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in arrays)
-    return hashlib.sha256(data).hexdigest()
 
 
 def _horizon(s, constants) -> float:
@@ -40,10 +33,10 @@ def run(args) -> int:
     folder = RunFolder.choose("lazy", args.out, args.resume)
     stored = folder.stored_config() if folder.resumed else None
     if stored is not None:
-        s = resumed(stored, folder.path, args, s)
+        s = resumed_settings(stored, folder.path, args, s, DEFAULTS)
     data = load_data(s)  # bad data fails before a folder is made
     X, Y, X_test, Y_test = data[:4]
-    data_sha256 = _sha256(X, Y, X_test, Y_test)
+    data_sha256 = sha256(X, Y, X_test, Y_test)
     if stored is not None and stored.get("data_sha256", data_sha256) != data_sha256:
         raise UsageError(
             f"--resume {folder.path!r}: the data differ from the run's (SHA-256 of the "

@@ -1,11 +1,34 @@
 """`gradflows run ntk`: the NTK of a·s + b·|s| MLPs at the edge of chaos concentrates around its
 infinite-width limit at rate m^(−1/2) (Terjék & González-Sánchez 2025).
 
-Modules: `_cli` (options, run folder, the run), `_compute` (kernels and errors), `_report`
-(fits, results.json, the summary line), `_plots` (figures drawn from the saved arrays).
+For digits and Gaussian inputs (‖x‖² = d), for ReLU, |s| and one mixed (a, b), and for constant
+and quadratic widths (m_k = m or k²·m): the relative operator-norm error ‖K_m − K∞‖/‖K∞‖ of the
+empirical NTK (`flows.ntk_gram`) against `flows.ntk_infinite`, over widths and seeds, its fitted
+log-log slope, and cond(K∞) against depth.
+
+The run folder holds `config.json`, then `arrays.npz`, rewritten atomically after every
+finished unit (one error array per data set, activation and width scheme; one cond(K∞) curve
+per data set and activation), so an interrupted run keeps them and `--resume DIR` computes only
+the missing ones; then `results.json` and two figures (`experiments.ntk.plot`).
 """
 
-from ._cli import DESCRIPTION as DESCRIPTION
 from ._cli import add_arguments as add_arguments
-from ._cli import run as run
-from ._plots import plot as plot
+
+DESCRIPTION = (
+    "NTK of a·s + b·|s| MLPs at the edge of chaos against its infinite-width limit: "
+    "error vs width and cond(K∞) vs depth (Terjék & González-Sánchez 2025)"
+)
+
+
+def run(args) -> int:
+    """Run the measurements for parsed `args` (JAX and matplotlib are imported only here)."""
+    from ._run import run as _run
+
+    return _run(args)
+
+
+def plot(folder: str) -> list[str]:
+    """Redraw the two figures from a run folder's files alone; returns the paths written."""
+    from ._plots import plot as _plot
+
+    return _plot(folder)

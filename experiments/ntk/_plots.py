@@ -7,7 +7,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from ._report import REFERENCE, key
+from .._files import write_figure
+from ._design import key
+from ._report import REFERENCE
 
 FIGURES = ("error_vs_width", "condition_vs_depth")
 COLORS = {"constant": "tab:blue", "quadratic": "tab:orange"}
@@ -65,18 +67,16 @@ def _condition_figure(arrays, config) -> Figure:
     return fig
 
 
-def plot(folder: str, fmt: str = "png") -> list[str]:
-    """Draw the figures from `arrays.npz` and `config.json` in the run folder; returns the
-    files written."""
-    with open(os.path.join(folder, "config.json")) as f:
+def plot(folder: str) -> list[str]:
+    """Draw the figures from `arrays.npz` and `config.json` in the run folder, in the run's
+    `--format`; returns the files written."""
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
     with np.load(os.path.join(folder, "arrays.npz"), allow_pickle=False) as saved:
         arrays = {k: saved[k] for k in saved.files}
     written = []
     for name, draw in zip(FIGURES, (_error_figure, _condition_figure)):
-        path = os.path.join(folder, f"{name}.{fmt}")
-        tmp = os.path.join(folder, f".tmp-{name}.{fmt}")
-        draw(arrays, config).savefig(tmp, dpi=130)
-        os.replace(tmp, path)
+        path = os.path.join(folder, f"{name}.{config['format']}")
+        write_figure(path, draw(arrays, config), dpi=130)
         written.append(path)
     return written

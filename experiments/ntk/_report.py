@@ -4,12 +4,10 @@ import numpy as np
 
 import flows
 
+from ._design import key
+
 REFERENCE = "Terjék & González-Sánchez 2025"
 SETTLE_TOLERANCE = 0.10  # cond(K∞) within 10% of its value at the largest depth
-
-
-def key(*parts: str) -> str:
-    return "__".join(parts)
 
 
 def slope_fit(widths, errors) -> dict:

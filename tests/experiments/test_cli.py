@@ -16,6 +16,8 @@ TINY = {
     "balance": ["--parts", "gd", "--n-train", "20", "--hidden", "3,2", "--etas", "0.2,0.1",
                 "--gd-t1", "2", "--n-save", "4"],
     "portrait": ["--figures", "seed", "--grid", "5"],
+    "ntk": ["--widths", "2,4", "--seeds", "2", "--depth", "1", "--n", "4", "--cond-depth", "2",
+            "--no-progress"],
 }  # fmt: skip
 
 
@@ -42,7 +44,7 @@ def test_list_names_every_experiment(capsys):
     assert names == list(_cli.EXPERIMENTS)
 
 
-@pytest.mark.parametrize("name", ["lazy", "balance", "portrait"])
+@pytest.mark.parametrize("name", list(TINY))
 def test_every_experiment_refuses_an_existing_run_folder(name, tmp_path, capsys):
     folder = tmp_path / "old"
     folder.mkdir()
@@ -54,7 +56,7 @@ def test_every_experiment_refuses_an_existing_run_folder(name, tmp_path, capsys)
     assert sorted(p.name for p in folder.iterdir()) == ["config.json", "results.json"]
 
 
-@pytest.mark.parametrize("name", ["lazy", "balance", "portrait"])
+@pytest.mark.parametrize("name", list(TINY))
 def test_resume_refuses_a_folder_without_a_run(name, tmp_path, capsys):
     assert cli("run", name, "--resume", tmp_path) == 2
     assert "no readable config.json" in one_line(capsys.readouterr().err)
@@ -94,6 +96,8 @@ def test_solver_settings_are_checked_by_the_library_rule_before_anything(
         ("balance", ["--classes", "3,3"], "--classes must be two different digits"),
         ("lazy", ["--n-train", "1"], "--n-train must lie in [2, "),
         ("balance", ["--n-train", "5000"], "--n-train (5000, >= 2) plus --n-test (0)"),
+        ("ntk", ["--widths", "8,-16"], "--widths must lie in [1, 100000], got -16"),
+        ("ntk", ["--widths", "8", "x"], "--widths: 'x' is not a whole number"),
     ],
 )
 def test_list_options_parse_alike_and_errors_name_the_flag(name, argv, says, tmp_path, capsys):

@@ -24,6 +24,8 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
                 "results.json"),
     "portrait": (["--grid", "9", "--field-grid", "7", "--alphas", "1,10", "--gd-steps", "4"],
                  "seed.npz"),
+    "ntk": (["--widths", "4,8", "--seeds", "2", "--depth", "2", "--n", "6", "--cond-depth", "4",
+             "--no-progress"], "arrays.npz"),
 }  # fmt: skip
 
 

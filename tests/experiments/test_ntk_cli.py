@@ -1,39 +1,46 @@
-"""`gradflows run ntk`: files, values, refusal of an existing folder, one-line errors."""
+"""`gradflows run ntk`: files, values, resume, refusal of an existing folder, one-line errors."""
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
 
 import flows
-from experiments import _cli
 from experiments.ntk import _compute
+from tests.helpers import cli, one_line
+
+SMALL = ["--widths", "4,16", "--seeds", "3", "--depth", "2", "--n", "6", "--cond-depth", "4"]
+SMALL += ["--no-progress"]
 
 
-@pytest.fixture
-def cli(monkeypatch):
-    monkeypatch.setattr(_cli, "EXPERIMENTS", {"ntk": "experiments.ntk"})
-    return lambda *argv: _cli.main(["run", "ntk", *argv])
+def _run(*argv):
+    return cli("run", "ntk", *argv)
 
 
-SMALL = ["--widths", "4", "16", "--seeds", "3", "--depth", "2", "--n", "6", "--cond-depth", "4"]
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ntk") / "run"
+    assert _run("--out", out, *SMALL, "--mixed", "0.3", "0.9") == 0
+    return out
 
 
-def test_run_writes_config_results_arrays_and_figures(cli, tmp_path, capsys):
-    out = tmp_path / "run"
-    assert cli("--out", str(out), *SMALL, "--mixed", "0.3", "0.9") == 0
+@pytest.mark.slow
+def test_run_writes_config_results_arrays_and_figures(finished, capsys):
+    out = finished
     for name in ("config.json", "results.json", "arrays.npz"):
         assert (out / name).stat().st_size > 0
     for name in ("error_vs_width", "condition_vs_depth"):
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    line = capsys.readouterr().out.strip()
-    assert line.startswith("ntk: slope") and str(out) in line
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".tmp-")]
     config = json.loads((out / "config.json").read_text())
+    assert config["experiment"] == "ntk" and config["widths"] == [4, 16]
     assert config["activations"]["mixed"] == [0.3, 0.9] and "jax" in config["versions"]
     text = (out / "results.json").read_text()
     assert "NaN" not in text and "Infinity" not in text
     res = json.loads(text)
+    assert res["complete"] is True and res["config"] == config
     assert res["condition_number"]["depths"] == [1, 2, 3, 4]
     # cond(K∞) at depth 2 for |s| on the same digits, recomputed here
     X = _compute.inputs("digits", 6, 0)
@@ -53,37 +60,68 @@ def test_run_writes_config_results_arrays_and_figures(cli, tmp_path, capsys):
     assert res["slopes"]["digits"]["relu"]["constant"]["slope_of_mean"] == pytest.approx(expected)
 
 
-def test_existing_folder_is_refused(cli, tmp_path, capsys):
+@pytest.mark.slow
+def test_resume_keeps_finished_units_and_computes_only_the_missing(finished, tmp_path, capsys):
+    folder = tmp_path / "resumed"
+    folder.mkdir()
+    shutil.copy(finished / "config.json", folder)
+    with np.load(finished / "arrays.npz") as saved:
+        arrays = {k: saved[k] for k in saved.files}
+    missing = "errors__gaussian__abs__quadratic"
+    original = arrays.pop(missing)
+    # a kept unit is read back, not recomputed: mark it with errors 0.5 and 0.25 (slope -0.5)
+    arrays["errors__digits__relu__constant"] = np.array([[0.5] * 3, [0.25] * 3])
+    np.savez(folder / "arrays.npz", **arrays)
+    capsys.readouterr()
+    assert _run("--resume", folder, "--no-progress") == 0
+    assert str(folder) in capsys.readouterr().out
+    res = json.loads((folder / "results.json").read_text())
+    assert res["slopes"]["digits"]["relu"]["constant"]["slope_of_mean"] == pytest.approx(-0.5)
+    with np.load(folder / "arrays.npz") as saved:
+        np.testing.assert_array_equal(saved[missing], original)  # same keys, same networks
+    assert _run("--resume", folder, "--depth", "4") == 2
+    err = one_line(capsys.readouterr().err)
+    assert "--depth 4 differs from the run's 2" in err
+
+
+def test_existing_folder_is_refused(tmp_path, capsys):
     out = tmp_path / "there"
     out.mkdir()
     (out / "keep.txt").write_text("old")
-    assert cli("--out", str(out), *SMALL) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--out" in err and "exists" in err
+    assert _run("--out", out, *SMALL) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "--out" in err and "exists" in err
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 
 @pytest.mark.parametrize(
-    "argv, flag",
+    "argv, says",
     [
-        (["--widths", "8"], "--widths"),
-        (["--widths", "0", "8"], "--widths"),
-        (["--widths", "20000", "40000"], "--widths"),  # too many parameters
-        (["--seeds", "1"], "--seeds"),
-        (["--depth", "0"], "--depth"),
-        (["--n", "1"], "--n"),
-        (["--cond-depth", "0"], "--cond-depth"),
-        (["--mixed", "0", "0"], "--mixed"),
-        (["--mixed", "nan", "1"], "--mixed"),
-        (["--seeds", "x"], "--seeds"),
+        (["--widths", "8"], "--widths needs at least two different widths"),
+        (["--widths", "8,8"], "--widths needs at least two different widths"),
+        (["--widths", "0", "8"], "--widths must lie in [1, 100000], got 0"),
+        (["--widths", "-8,16"], "--widths must lie in [1, 100000], got -8"),
+        (["--widths", "8,x"], "--widths: 'x' is not a whole number"),
+        (["--widths", "20000", "40000"], "--widths: the largest network"),  # > 2.5e8 weights
+        (["--seeds", "1"], "--seeds must lie in [2, 10000], got 1"),
+        (["--depth", "0"], "--depth must lie in [1, 50], got 0"),
+        (["--n", "1"], "--n must lie in [2, 300], got 1"),
+        (["--cond-depth", "0"], "--cond-depth must lie in [1, 10000], got 0"),
+        (["--mixed", "0", "0"], "--mixed: a = b = 0 is the zero activation"),
+        (["--mixed", "nan,1"], "--mixed must be finite numbers, got nan"),
+        (["--mixed", "1"], "--mixed takes 2 values"),
+        (["--seed", "-1"], "--seed must lie in [0, "),
+        (["--seeds", "x"], "argument --seeds: invalid int value"),
     ],
 )
-def test_bad_values_exit_2_with_one_line_naming_the_flag(cli, capsys, tmp_path, argv, flag):
-    try:
-        code = cli("--out", str(tmp_path / "bad"), *argv)
-    except SystemExit as e:  # argparse's own errors
-        code = e.code
-    assert code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and flag in err
+def test_bad_values_exit_2_with_one_line_naming_the_flag(tmp_path, capsys, argv, says):
+    assert _run("--out", tmp_path / "bad", *argv) == 2
+    assert says in one_line(capsys.readouterr().err)
     assert not (tmp_path / "bad").exists()
+
+
+def test_negative_mixed_coefficients_are_values_not_flags(tmp_path, capsys):
+    # `--mixed -0.3 0.9` and `--mixed -0.3,0.9` parse alike; a bad --n still stops the run
+    for argv in (["--mixed", "-0.3", "0.9"], ["--mixed", "-0.3,0.9"]):
+        assert _run("--out", tmp_path / "x", *argv, "--n", "1") == 2
+        assert "--n must lie in" in one_line(capsys.readouterr().err)
