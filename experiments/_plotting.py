@@ -3,7 +3,8 @@
 Drawing uses matplotlib's object-oriented `Figure` API only (no pyplot global state), so that
 figures can be drawn from threads and tests. Artists are tagged with a `gid` that the checks
 read: `"fit"` (a line fitted to data), `"reference"` (a line from theory, never fitted to the
-data it checks), `"floor"` (a round-off band). Every other line is data.
+data it checks), `"bound"` (a value computed from theory: a bound, a tolerance), `"floor"`
+(a round-off band). Every other line is data.
 
 The checks return lists of problems (empty when the figure is fine) so that a test can assert
 `figure_problems(fig) == []` and print every fault at once:
@@ -27,7 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
 EPS = float(np.finfo(np.float64).eps)
-FIT, REFERENCE, FLOOR = "fit", "reference", "floor"
+FIT, REFERENCE, BOUND, FLOOR = "fit", "reference", "bound", "floor"
 TIME_LABEL = "flow time t"
 ALPHA_LABEL = "scale α (dimensionless)"
 
@@ -97,11 +98,20 @@ def fit_line(ax: Axes, x, y, slope: float, *, label: str, color, **kw) -> Line2D
     return line
 
 
-def reference_slope(
+def reference_slope(ax: Axes, x, ys, slope: float, *, label: str, **kw) -> Line2D:
+    """Draw the power law y = c·x^slope of a theorem, offset from the data it checks.
+
+    The constant c is chosen as in `reference_curve` (at least `offset` decades from every
+    point and fitted line): the reader compares slopes, and the line cannot pass for a fit.
+    """
+    return reference_curve(ax, x, ys, lambda v: v**slope, label=label, **kw)
+
+
+def reference_curve(
     ax: Axes,
     x,
     ys,
-    slope: float,
+    shape,
     *,
     label: str,
     offset: float = 1.0,
@@ -110,19 +120,18 @@ def reference_slope(
     color="k",
     **kw,
 ) -> Line2D:
-    """Draw the power law y = c·x^slope of a theorem, offset from the data it checks.
+    """Draw y = c·shape(x) from theory (c unknown or irrelevant), offset from the data.
 
-    The constant c is chosen so that the line lies at least `offset` decades below (or above)
-    every point of every series in `ys` and every line in `fits`, over the range of `x`: the
-    reader compares slopes, and the line cannot be mistaken for a fit.
+    The constant c is chosen so that the curve lies at least `offset` decades below (or above)
+    every point of every series in `ys` and every line in `fits`, over the range of `x`.
 
     Arguments:
         ax: a log-log panel.
-        x: the abscissae (n,), positive.
-        ys: one array (n,) or a sequence of them (the series the slope is checked on).
-        slope: the theorem's exponent.
-        label: what the line is and its source, e.g. "slope −2: Thm 2.2 (not fitted)".
-        offset: decades between the line and the nearest point or fitted line.
+        x: the abscissae (n,), positive; the curve spans their range.
+        ys: one array (n,) or a sequence of them (the series the shape is checked on).
+        shape: a positive function of x, e.g. `lambda a: np.log(a) / a`.
+        label: what the curve is and its source, e.g. "slope −2: Thm 2.2 (not fitted)".
+        offset: decades between the curve and the nearest point or fitted line.
         side: "below" or "above".
         fits: lines from `fit_line` to keep clear of.
 
@@ -136,31 +145,30 @@ def reference_slope(
         raise ValueError(f"side must be 'below' or 'above', got {side!r}")
     ys = [ys] if np.ndim(ys[0]) == 0 else list(ys)
     x = np.asarray(x, float)
+    series = [(x, y) for y in ys] + [line.get_data() for line in fits if line is not None]
     intercepts = []
-    for y in ys:
-        lx, ly = _log_points(x, y)
-        intercepts.append(ly - slope * lx)
-    for line in fits:
-        if line is not None:
-            lx, ly = _log_points(*line.get_data())
-            intercepts.append(ly - slope * lx)
+    for sx, sy in series:
+        lx, ly = _log_points(sx, sy)
+        intercepts.append(ly - np.log10(shape(10**lx)))
     intercepts = np.concatenate(intercepts)
+    intercepts = intercepts[np.isfinite(intercepts)]
     if intercepts.size == 0:
-        raise ValueError("reference_slope needs at least one positive point")
+        raise ValueError("reference_curve needs at least one positive point")
     c = intercepts.min() - offset if side == "below" else intercepts.max() + offset
     lx, _ = _log_points(x, np.ones_like(x))
-    grid = np.linspace(lx.min(), lx.max(), 50)
+    grid = np.logspace(lx.min(), lx.max(), 60)
     kw = {"lw": 1.6, "ls": (0, (4, 2))} | kw
-    (line,) = ax.plot(
-        10**grid, 10 ** (c + slope * grid), color=color, label=label, gid=REFERENCE, **kw
-    )
+    (line,) = ax.plot(grid, 10**c * shape(grid), color=color, label=label, gid=REFERENCE, **kw)
     return line
 
 
-def reference_line(ax: Axes, x, y, *, label: str, color="k", **kw) -> Line2D:
-    """Draw a curve given by theory (a bound, a tolerance), labelled with its source."""
-    kw = {"lw": 1.4, "ls": (0, (4, 2))} | kw
-    (line,) = ax.plot(x, y, color=color, label=label, gid=REFERENCE, **kw)
+def bound_line(ax: Axes, x, y, *, label: str, color="k", **kw) -> Line2D:
+    """Draw a value computed from theory (a bound, a tolerance), labelled with its source.
+
+    Unlike `reference_curve` its height means something, so it is drawn where it is
+    (`gid="bound"`: the checks ask for a label, not for an offset)."""
+    kw = {"lw": 1.4, "ls": ":"} | kw
+    (line,) = ax.plot(x, y, color=color, label=label, gid=BOUND, **kw)
     return line
 
 
@@ -230,7 +238,9 @@ def _data_lines(ax: Axes) -> list[Line2D]:
     return [
         line
         for line in ax.get_lines()
-        if line.get_visible() and line.get_gid() not in (FIT, REFERENCE) and line.get_xydata().size
+        if line.get_visible()
+        and line.get_gid() not in (FIT, REFERENCE, BOUND)
+        and line.get_xydata().size
     ]
 
 
@@ -260,15 +270,18 @@ def _legend_labels(fig: Figure) -> set[str]:
 
 
 def check_references(fig: Figure, offset: float = 1.0) -> list[str]:
-    """Every reference line is labelled in a legend and lies `offset` from every fitted line."""
+    """Every reference or bound line is labelled in a legend; every reference line lies
+    `offset` from every fitted line of its panel."""
     problems, labels = [], _legend_labels(fig)
     for ax in fig.axes:
-        refs = [line for line in ax.get_lines() if line.get_gid() == REFERENCE]
+        refs = [line for line in ax.get_lines() if line.get_gid() in (REFERENCE, BOUND)]
         fits = [line for line in ax.get_lines() if line.get_gid() == FIT]
         for ref in refs:
             name = ref.get_label()
             if name.startswith("_") or name not in labels:
                 problems.append(f"reference line {name!r} is not labelled in a legend")
+            if ref.get_gid() == BOUND:
+                continue
             for fit in fits:
                 d = reference_distance(ax, ref, fit)
                 if d < offset:

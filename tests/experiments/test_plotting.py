@@ -47,17 +47,36 @@ def test_reference_slope_keeps_the_chosen_offset_from_data_and_fit(side):
 def test_reference_on_top_of_the_fit_is_reported():
     fig, ax, fit, _ = _loglog()
     # the old fault: theory's slope drawn through the data's centroid, under the fitted line
-    P.reference_line(ax, *fit.get_data(), label="theory through the centroid")
+    P.reference_curve(ax, *fit.get_data(), lambda a: a**-2.0, label="theory", offset=0.0)
     P.legend_outside(ax)
     problems = P.check_references(fig, offset=1.0)
-    assert len(problems) == 1 and "within 0 " in problems[0]
+    assert len(problems) == 1 and "within" in problems[0]
+
+
+def test_reference_curve_of_any_shape_stays_above_by_the_offset():
+    fig = P.new_figure(6, 4)
+    ax = fig.subplots()
+    big = ALPHAS[ALPHAS > np.e]
+    gap = GAP[ALPHAS > np.e]
+    ax.plot(big, gap, "^", label="held-out gap")
+    ref = P.reference_curve(
+        ax, big, gap, lambda a: np.log(a) / a, label="(log α)/α: Prop. A.1", side="above"
+    )
+    x, y = ref.get_data()
+    ratio = y * x / np.log(x)  # the constant c of c·(log α)/α
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
+    lo = np.log10(np.interp(np.log(big), np.log(x), y) / gap)
+    assert lo.min() == pytest.approx(1.0, abs=1e-9)  # interpolation in log α of a smooth curve
 
 
 def test_unlabelled_reference_is_reported():
     fig, ax, _, _ = _loglog()
-    ax.axhline(1e-8, gid=P.REFERENCE)  # a dotted tolerance line without a label
+    ax.axhline(1e-8, gid=P.BOUND)  # a dotted tolerance line without a label
     problems = P.check_references(fig)
     assert len(problems) == 1 and "not labelled" in problems[0]
+    P.bound_line(ax, ALPHAS, 1e-3 / ALPHAS, label="Thm 2.2 bound")  # near the data: allowed
+    P.legend_outside(ax)
+    assert len(P.check_references(fig)) == 1
 
 
 def test_legend_over_the_data_is_reported_and_outside_is_not():
@@ -146,5 +165,5 @@ def test_bad_arguments_name_themselves():
         P.reference_slope(ax, ALPHAS, GAP, -2, label="x", side="left")
     with pytest.raises(ValueError, match="where"):
         P.legend_outside(ax, where="top")
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="positive point"):
         P.reference_slope(ax, ALPHAS, -GAP, -2, label="x")
