@@ -62,15 +62,16 @@ def save_figure(figure: Figure, path: str, *, dpi: int = 130) -> str:
     return path
 
 
-def log_axis(ax: Axes, which: str = "xy") -> None:
-    """Log scale on `which` axes ("x", "y" or "xy") with ticks at powers of ten only.
+def log_axis(ax: Axes, which: str = "xy", numticks: int = 8) -> None:
+    """Log scale on `which` axes ("x", "y" or "xy") with labels at powers of ten only (at
+    most about `numticks` of them: every other decade on a long range).
 
     Minor ticks stay unlabelled, so a short range never shows labels like 6×10⁻¹.
     """
     for name in which:
         axis = ax.xaxis if name == "x" else ax.yaxis
         (ax.set_xscale if name == "x" else ax.set_yscale)("log")
-        axis.set_major_locator(LogLocator(base=10, numticks=12))
+        axis.set_major_locator(LogLocator(base=10, numticks=numticks))
         axis.set_major_formatter(LogFormatterSciNotation(base=10))
         axis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10), numticks=12))
         axis.set_minor_formatter(NullFormatter())
