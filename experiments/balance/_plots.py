@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from . import _plotting as P
+from .. import _plotting as P
 
 DRIFT_LABEL = (
     "relative drift (dimensionless)\nmax_k ‖C_k(t) − C_k(0)‖_F / max(1, ‖W_k‖² + ‖W_k+1‖²)"

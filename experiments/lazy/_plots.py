@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from . import _plotting as P
+from .. import _plotting as P
 
 NAMES = {
     "weight_gap": ("sup_t ‖w_α − w̄_α‖ (parameters)", "o", "C0"),
