@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+from matplotlib.transforms import Bbox
 
 EPS = float(np.finfo(np.float64).eps)
 FIT, REFERENCE, BOUND, FLOOR = "fit", "reference", "bound", "floor"
@@ -294,7 +295,8 @@ def check_references(fig: Figure, offset: float = 1.0) -> list[str]:
 
 
 def check_legends(fig: Figure) -> list[str]:
-    """No legend box overlaps the bounding box of any line of any panel."""
+    """No legend box overlaps the bounding box of any line of any panel (the part inside
+    the panel, for lines clipped to it)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
@@ -305,7 +307,10 @@ def check_legends(fig: Figure) -> list[str]:
             for line in ax.get_lines():
                 if not line.get_visible() or not line.get_xydata().size:
                     continue
-                if box.overlaps(line.get_window_extent(renderer)):
+                extent = line.get_window_extent(renderer)
+                if line.get_clip_on():  # drawn only inside the panel
+                    extent = Bbox.intersection(extent, ax.bbox)
+                if extent is not None and box.overlaps(extent):
                     problems.append(
                         f"a legend overlaps line {line.get_label()!r} in panel {ax.get_title()!r}"
                     )
