@@ -151,7 +151,8 @@ def reference_curve(
     intercepts = []
     for sx, sy in series:
         lx, ly = _log_points(sx, sy)
-        intercepts.append(ly - np.log10(shape(10**lx)))
+        with np.errstate(divide="ignore"):  # shape 0 (log 1) gives -inf, dropped below
+            intercepts.append(ly - np.log10(shape(10**lx)))
     intercepts = np.concatenate(intercepts)
     intercepts = intercepts[np.isfinite(intercepts)]
     if intercepts.size == 0:
