@@ -7,7 +7,8 @@ from tqdm.auto import tqdm
 
 import flows
 
-from .._common import UsageError, write_npz
+from .._files import write_npz
+from .._options import UsageError
 from ._problem import _flat
 
 

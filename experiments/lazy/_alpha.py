@@ -6,7 +6,8 @@ import time
 
 import flows
 
-from .._common import write_json, write_npz
+from .._files import write_json, write_npz
+from .._options import solve_settings
 
 LOSS = flows.SquaredLoss("sum")  # R(y) = ½‖y − y*‖²: m = M = 1, κ = 1
 NON_SMOOTH = ("relu", "abs", "leaky_relu")  # Dh is not Lipschitz: no C0
@@ -26,10 +27,22 @@ def _part(folder: str, i: int, ext: str) -> str:
     return os.path.join(folder, f"alpha-{i:02d}.{ext}")
 
 
+def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
+    """`flows.late_rate` and, when it is None, why."""
+    rate = flows.late_rate(ts, residual, start=window, floor=floor)
+    if rate is not None:
+        return rate, None
+    return None, (
+        f"fewer than 3 save times in the window t >= {window:.4g} have a residual above "
+        f"{floor:.3g} (1e3·rtol times the initial residual): the loss reached round-off "
+        "earlier, so there is no late slope to fit"
+    )
+
+
 def solve_alpha(i, alpha, model, data, heldout, s, ts, folder, progress) -> dict:
     """Run one α, write its part files, return its record."""
     checkpoint = os.path.join(folder, f".alpha-{i:02d}.checkpoint.npz")
-    remainder = bool(alpha > s["remainder_alpha"])
+    remainder = flows.lazy_remainder_rule(alpha)
     record = {"alpha": alpha, "index": i, "form": "remainder" if remainder else "direct"}
     start = time.perf_counter()
     try:
@@ -41,10 +54,9 @@ def solve_alpha(i, alpha, model, data, heldout, s, ts, folder, progress) -> dict
             loss=LOSS,
             heldout=heldout,
             ts=ts,
-            solver=s["solver"],
-            rtol=s["rtol"],
-            atol=s["atol"],
-            max_steps=s["max_steps"],
+            settings=solve_settings(
+                solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"]
+            ),
             remainder=remainder,
             nodes=s["nodes"],
             progress=progress,
@@ -58,6 +70,8 @@ def solve_alpha(i, alpha, model, data, heldout, s, ts, folder, progress) -> dict
     arrays = {k: getattr(res, k) for k in SERIES if getattr(res, k) is not None}
     window = (1 - s["rate_window"]) * ts[-1]
     floor = 1e3 * s["rtol"] * res.residual[0]
+    rate, rate_note = _rate(ts, res.residual, window, floor)
+    rate_linearized, rate_linearized_note = _rate(ts, res.residual_linearized, window, floor)
     record.update(
         failed=False,
         sup_weight_gap=res.weight_gap.max(),
@@ -69,8 +83,10 @@ def solve_alpha(i, alpha, model, data, heldout, s, ts, folder, progress) -> dict
         final_loss=res.loss[-1],
         final_loss_linearized=res.loss_linearized[-1],
         loss_fall=res.loss[0] / res.loss[-1] if res.loss[-1] > 0 else None,
-        rate=flows.late_rate(ts, res.residual, start=window, floor=floor),
-        rate_linearized=flows.late_rate(ts, res.residual_linearized, start=window, floor=floor),
+        rate=rate,
+        rate_note=rate_note,
+        rate_linearized=rate_linearized,
+        rate_linearized_note=rate_linearized_note,
         steps=res.stats["num_steps"],
         solvers=res.stats["solvers"],
         wall_s=time.perf_counter() - start,

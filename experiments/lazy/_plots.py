@@ -62,7 +62,8 @@ def _slope_label(slope, expected=None):
 def draw_gaps(res: dict) -> Figure:
     """The three sup gaps against α, fitted slopes, and theory's slopes drawn at least one
     decade below every series and fit (Thm 2.2, Prop. A.1)."""
-    fits, expected = res["fits"], res["theory"]["expected_slopes"]
+    # no expected slopes where the theorems do not apply (non-smooth activations)
+    fits, expected = res["fits"], res["theory"]["expected_slopes"] or {}
     fig = P.new_figure(10.5, 5.4)
     ax = fig.subplots()
     by_slope, fitted = {}, []
@@ -80,7 +81,8 @@ def draw_gaps(res: dict) -> Figure:
             color=color,
         )
         fitted.append(line)
-        by_slope.setdefault(expected[key], []).append((key, alphas, sup))
+        if expected.get(key) is not None:
+            by_slope.setdefault(expected[key], []).append((key, alphas, sup))
     for slope, series in sorted(by_slope.items()):
         sources = "; ".join(SOURCES.get((k, slope), k) for k, _, _ in series)
         P.reference_slope(
@@ -136,7 +138,9 @@ def draw_loss(res: dict, arr: dict, n_panels: int = 4) -> Figure:
         top.plot(ts[late], arr["loss"][i][late], "-", color="C0", lw=3.2, alpha=0.55)
         top.plot(ts[late], arr["loss_linearized"][i][late], "--", color="k", lw=1.2)
         run = runs.get(float(alphas[i]), {})
-        if run.get("theorem_2_4_conditions_hold"):
+        if not th.get("theory_applies", True):
+            note = "Thm 2.4 does not apply (Dh not Lipschitz)"
+        elif run.get("theorem_2_4_conditions_hold"):
             bound = 0.5 * arr["theorem_2_4_bound"][i][late] ** 2
             P.bound_line(top, ts[late], bound, label=BOUND_2_4)
             note = "Thm 2.4's conditions hold"
@@ -194,12 +198,12 @@ def draw_distance(res: dict) -> Figure:
     alphas, dist = _ok(res, "sup_distance_from_init")
     _, bound = _ok(res, "theorem_2_2_bound")
     slope = res["fits"]["distance_slope"]
-    expected = res["theory"]["expected_slopes"].get("distance", -1)
+    expected = (res["theory"]["expected_slopes"] or {}).get("distance")
     fig = P.new_figure(9.5, 5.0)
     ax = fig.subplots()
     ax.plot(alphas, dist, "o", color="C0", label="measured sup_t ‖w_α(t) − w0‖")
     P.fit_line(ax, alphas, dist, slope, label=_slope_label(slope, expected), color="C0")
-    if len(bound) == len(alphas):
+    if len(bound) == len(alphas) and res["theory"].get("theory_applies", True):
         P.bound_line(ax, alphas, bound, label="Thm 2.2 bound √(t1·R(αh(w0)))/α", ls="--")
     P.log_axis(ax)
     ax.set_xlabel(P.ALPHA_LABEL)
@@ -222,14 +226,14 @@ def draw_heldout(res: dict) -> Figure | None:
         return None
     a_tr, gap_tr = _ok(res, "sup_output_gap")
     slope = res["fits"]["heldout_output_gap_slope"]
-    expected = res["theory"]["expected_slopes"]["heldout_output_gap"]
+    expected = (res["theory"]["expected_slopes"] or {}).get("heldout_output_gap")
     fig = P.new_figure(10.5, 5.0)
     ax = fig.subplots()
     ax.plot(alphas, gap, "^", color="C2", ms=7, label=NAMES["heldout_output_gap"][0])
     fit = P.fit_line(ax, alphas, gap, slope, label=_slope_label(slope, expected), color="C2")
     ax.plot(a_tr, gap_tr, "s", color="C1", ms=4, alpha=0.7, label=NAMES["output_gap"][0])
     big = alphas > np.e  # (log α)/α decreases there
-    if np.count_nonzero(big) >= 2:
+    if np.count_nonzero(big) >= 2 and res["theory"].get("theory_applies", True):
         # Prop. A.1 bounds the gap by C(log α/α)(M1 + ½C·M2·log α) with C not computed here:
         # the shape only, placed above every held-out point and the fit.
         P.reference_curve(

@@ -23,9 +23,6 @@ class Portrait(NamedTuple):
     data: dict
 
 
-# ----------------------------------------------------------------------------- models
-
-
 def _figure(width: float, height: float) -> Figure:
     return _plotting.new_figure(width, height)
 

@@ -97,7 +97,7 @@ def test_gaps_reference_slopes_lie_below_every_series_by_the_offset(symmetrize):
         ]
         assert checked and ("Thm 2.2" in ref.get_label() or "Prop. A.1" in ref.get_label())
 
-        def below(line):
+        def below(line, x=x, y=y):
             lx, ly = np.log10(line.get_data())
             return np.min(ly - np.interp(lx, *np.log10([x, y])))
 
@@ -107,6 +107,20 @@ def test_gaps_reference_slopes_lie_below_every_series_by_the_offset(symmetrize):
         fits = [line for line in ax.get_lines() if line.get_gid() == P.FIT]
         nearest = min(below(line) for line in points + fits)
         assert nearest == pytest.approx(lazy_plots.OFFSET, abs=1e-9)
+
+
+def test_non_smooth_runs_draw_no_theory():
+    res, arr = _lazy_run("doubled")
+    res["theory"].update(expected_slopes=None, theory_applies=False)
+    for fig in (
+        lazy_plots.draw_gaps(res),
+        lazy_plots.draw_loss(res, arr),
+        lazy_plots.draw_distance(res),
+        lazy_plots.draw_heldout(res),
+    ):
+        assert P.figure_problems(fig) == []
+        gids = {line.get_gid() for ax in fig.axes for line in ax.get_lines()}
+        assert not gids & {P.REFERENCE, P.BOUND}
 
 
 def test_loss_is_drawn_against_log_time_with_thm_2_4_only_where_it_holds():
