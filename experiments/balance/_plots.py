@@ -97,6 +97,9 @@ def drift_figure(folder: str, results: dict) -> Figure:
             label=f"gradient descent, η = {run['eta']:g}",
         )
     P.log_axis(ax)
+    if flows:  # the C_k are sums of products of O(1) weights: ε-relative round-off per entry
+        ts = _load(folder, flows[0]["file"])["ts"]
+        P.roundoff_floor(ax, ts[ts > 0], 10 * P.EPS, label="round-off floor, 10ε")
     title = "Balancedness drift of the logistic flow (Du, Hu & Lee 2018: C_k is conserved)"
     if "gd" in results:
         title += (
