@@ -23,7 +23,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None) -> int:
-    """Entry point of `gradflows`. Only the experiment that is run gets imported."""
+    """Entry point of `gradflows`. Only the experiment that is run gets imported. Ctrl-C is
+    handled from the start (`experiments._interrupt`): exit 130, never a traceback."""
+    with _interrupt.handling():
+        try:
+            return _main(argv)
+        except (KeyboardInterrupt, _interrupt.Interrupted):  # before a run started
+            print(f"\n{_interrupt.line()}", file=sys.stderr)
+            return 130
+
+
+def _main(argv) -> int:
     top = _Parser(prog="gradflows", description="Exact gradient flows of training objectives.")
     sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="name the experiments")
@@ -39,8 +49,8 @@ def main(argv=None) -> int:
     parser = _Parser(prog=f"gradflows run {args.experiment}", description=mod.DESCRIPTION)
     mod.add_arguments(parser)
     options = parser.parse_args(protect_negative_values(args.options))
-    with _interrupt.handling():
-        return _run(args.experiment, mod, options)
+    _interrupt.check()
+    return _run(args.experiment, mod, options)
 
 
 def _run(name, mod, options) -> int:

@@ -8,8 +8,7 @@ import tempfile
 
 import numpy as np
 
-#: Prefix of the temporary files of atomic writes (removed if a run is stopped mid-write).
-TEMP_PREFIX = ".tmp-"
+from ._run_folder import TEMP_PREFIX  # removed if a run is stopped mid-write
 
 
 def versions() -> dict:

@@ -17,10 +17,10 @@ import json
 import os
 import shutil
 
-from ._files import TEMP_PREFIX, write_json
 from ._options import UsageError
 
 CONFIG = "config.json"
+TEMP_PREFIX = ".tmp-"  # of `_files`' atomic writes (not imported: numpy would come with it)
 
 
 def add_run_folder_options(parser, experiment: str, *, progress: bool = True):
@@ -111,6 +111,8 @@ class RunFolder:
             raise UsageError(
                 f"--out {self.path!r}: cannot create the folder ({e.strerror})"
             ) from None
+        from ._files import write_json
+
         write_json(self.file(CONFIG), {"experiment": self.experiment, **config})
         self.started = True
 

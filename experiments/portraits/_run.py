@@ -76,7 +76,9 @@ def run(args) -> int:
             write_npz(folder.file(f"{name}.npz"), **data)
             results[name] = _summary(name, data)
             write_json(results_path, results)
-        folder.kept = f"{sum(f in results for f in s['figures'])} of {len(s['figures'])} figures"
+        folder.kept = (
+            f"{sum(f in results for f in s['figures'])} of {len(s['figures'])} figures finished"
+        )
         if not os.path.exists(folder.file(f"{name}.{s['format']}")):
             for path in plot(folder.path, s["format"], names=(name,)):
                 tqdm.write(path)

@@ -27,7 +27,8 @@ def test_list_and_help_import_neither_diffrax_nor_matplotlib():
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try: _cli.main(['--help'])\n"
         "    except SystemExit: pass\n"
-        "heavy = sorted(m for m in ('diffrax', 'matplotlib', 'jax', 'equinox') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('diffrax', 'matplotlib', 'jax', 'equinox')\n"
+        "               if m in sys.modules)\n"
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
