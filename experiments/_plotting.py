@@ -295,10 +295,11 @@ def check_references(fig: Figure, offset: float = 1.0) -> list[str]:
     return problems
 
 
-def check_legends(fig: Figure) -> list[str]:
+def check_legends(fig: Figure, *, draw: bool = True) -> list[str]:
     """No legend box overlaps the bounding box of any line of any panel (the part inside
-    the panel, for lines clipped to it)."""
-    fig.canvas.draw()
+    the panel, for lines clipped to it). `draw=False`: the figure is drawn already."""
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
     problems = []
@@ -333,10 +334,12 @@ def _colour_fraction(artist) -> float | None:
     return float(b - a)
 
 
-def check_panels(fig: Figure, min_fraction: float = 0.25) -> list[str]:
+def check_panels(fig: Figure, min_fraction: float = 0.25, *, draw: bool = True) -> list[str]:
     """No nearly blank panel: lines span `min_fraction` of the panel's height (in its scale),
-    filled contours and images use `min_fraction` of their colour scale."""
-    fig.canvas.draw()
+    filled contours and images use `min_fraction` of their colour scale. `draw=False`: the
+    figure is drawn already."""
+    if draw:
+        fig.canvas.draw()
     problems = []
     for ax in fig.axes:
         if getattr(ax, "_colorbar", None) is not None:
@@ -387,9 +390,10 @@ def check_labels(fig: Figure) -> list[str]:
 
 def figure_problems(fig: Figure, *, offset: float = 1.0, min_fraction: float = 0.25) -> list[str]:
     """Every fault the checks above find in `fig` (empty: the figure passes)."""
+    fig.canvas.draw()  # once: layout and extents for every check
     return (
         check_references(fig, offset)
-        + check_legends(fig)
-        + check_panels(fig, min_fraction)
+        + check_legends(fig, draw=False)
+        + check_panels(fig, min_fraction, draw=False)
         + check_labels(fig)
     )
