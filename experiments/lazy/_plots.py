@@ -50,7 +50,7 @@ def _ok(res, key):
 
 def _subtitle(res):
     c = res["config"]
-    return f"{c['model']}; {c['data_description']}; n = {c['n_train']}, t1 = {c['t1']:.3g}"
+    return f"{c['model']}, n = {c['n_train']}, t1 = {c['t1']:.3g}\n{c['data_description']}"
 
 
 def _slope_label(slope, expected=None):
@@ -99,7 +99,7 @@ def draw_gaps(res: dict) -> Figure:
     P.log_axis(ax)
     ax.set_xlabel(P.ALPHA_LABEL)
     ax.set_ylabel("sup over flow time t ≤ t1 of the gap\n(parameter norm / output norm)")
-    ax.set_title(
+    fig.suptitle(
         "Lazy training: gaps to the linearised flow against the scale α "
         f"(Chizat et al. 2019, Thm 2.2, Prop. A.1)\n{_subtitle(res)}",
         fontsize=9,
@@ -215,7 +215,7 @@ def draw_distance(res: dict) -> Figure:
     P.log_axis(ax)
     ax.set_xlabel(P.ALPHA_LABEL)
     ax.set_ylabel("sup over flow time t ≤ t1 of ‖w_α(t) − w0‖\n(parameter norm)")
-    ax.set_title(
+    fig.suptitle(
         "Distance travelled from the initialisation (Chizat et al. 2019, Thm 2.2)\n"
         + _subtitle(res),
         fontsize=9,
@@ -257,7 +257,7 @@ def draw_heldout(res: dict) -> Figure | None:
     P.log_axis(ax)
     ax.set_xlabel(P.ALPHA_LABEL)
     ax.set_ylabel("sup over flow time t ≤ t1 of the output gap\n(output norm)")
-    ax.set_title(
+    fig.suptitle(
         f"Held-out inputs (Chizat et al. 2019, Prop. A.1), training inputs for comparison\n"
         f"{_subtitle(res)}",
         fontsize=9,
