@@ -94,7 +94,9 @@ def handling():
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old_handler)
+        # After an interrupt the process is on its way out: a further Ctrl-C must not kill it
+        # with a traceback while it exits with 130.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if _STATE["count"] else old_handler)
         signal.set_wakeup_fd(old_fd)
         os.write(write, _STOP)
         thread.join(timeout=5)

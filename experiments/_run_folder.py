@@ -103,6 +103,9 @@ class RunFolder:
 
     def start(self, config: dict) -> None:
         """Make the folder and write `config.json` (a new run); a resumed run keeps its own."""
+        from . import _interrupt
+
+        _interrupt.check()  # Ctrl-C before the run started: no folder at all
         if self.resumed:
             return
         try:
