@@ -218,7 +218,7 @@ def _balance_folder(tmp_path, rng):
     return results
 
 
-@pytest.mark.slow  # six figures drawn twice; 121 s wall on the loaded 2-core machine
+@pytest.mark.slow  # six figures drawn twice; 32-121 s wall on the shared 2-core machine
 def test_balance_figures_pass_the_checks_and_plot_the_relative_drift(tmp_path):
     results = _balance_folder(tmp_path, np.random.default_rng(0))
     written = balance_plots.plot(str(tmp_path))
@@ -278,7 +278,7 @@ def test_seed_gap_panels_each_use_their_own_colour_scale(seed_portrait):
     assert gap.max(axis=(1, 2))[1] < 0.15 * gap.max(axis=(1, 2))[0]  # on one scale: blank
 
 
-@pytest.mark.slow  # integrates the flows of two α; 74 s wall on the loaded machine
+@pytest.mark.slow  # integrates the flows of two α; 24-74 s wall on the shared machine
 def test_lazy_flow_portrait_notes_stay_off_the_paths():
     from experiments import portraits
 
