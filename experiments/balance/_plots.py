@@ -1,13 +1,21 @@
-"""Figures of `gradflows run balance`, drawn from what the run saved (results.json + .npz)."""
+"""Figures of `gradflows run balance`, drawn from what the run saved (results.json + .npz).
+
+Each `_*_figure` function returns a `Figure` (tests check it with
+`experiments._plotting.figure_problems`); `plot(folder)` writes them.
+"""
 
 import json
 import os
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from .. import _plotting as P
+
+DRIFT_LABEL = (
+    "relative drift (dimensionless)\nmax_k ‖C_k(t) − C_k(0)‖_F / max(1, ‖W_k‖² + ‖W_k+1‖²)"
+)
 
 
 def _load(folder, name):
@@ -15,23 +23,13 @@ def _load(folder, name):
         return {k: f[k] for k in f.files}
 
 
-def _save(fig, folder, name, figures):
-    fig.tight_layout()
-    path = os.path.join(folder, name)
-    tmp = os.path.join(folder, f".tmp-{name}")
-    fig.savefig(tmp, dpi=120, format="png")
-    os.replace(tmp, path)  # atomic, like every other file of the run
-    plt.close(fig)
-    figures.append(name)
-
-
-def _finish(ax, title, ylabel, *, legend=True):
-    ax.set_title(title)
-    ax.set_xlabel("flow time t")
+def _finish(ax, title, ylabel, *, log_x=True):
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(P.TIME_LABEL)
     ax.set_ylabel(ylabel)
-    ax.grid(True, which="both", alpha=0.3)
-    if legend:
-        ax.legend(fontsize=8)
+    if log_x:
+        P.log_axis(ax, "x")
+    ax.grid(True, which="major", alpha=0.3)
 
 
 def _positive(ts, values):
@@ -39,116 +37,214 @@ def _positive(ts, values):
     return ts[keep], values[keep]
 
 
+def _relative_drift(data):
+    return data["drift_relative"].max(axis=1)
+
+
 def plot(folder: str) -> list[str]:
     """Draw every figure the saved parts allow; returns the file names written."""
     with open(os.path.join(folder, "results.json")) as f:
         results = json.load(f)
-    figures = []
+    figures = {}
     logistic = results.get("logistic", {}).get("runs", [])
     gd = results.get("gd", {}).get("runs", [])
     if logistic or gd:
-        _drift_figure(folder, results, logistic, gd, figures)
+        figures["drift.png"] = drift_figure(folder, results)
     if logistic:
         main = _load(folder, logistic[0]["file"])
-        _singular_value_figure(folder, main, figures)
-        _alignment_figure(folder, main, figures)
-        _margin_figure(folder, results, main, figures)
-        _loss_figure(folder, main, figures)
+        figures["singular_values.png"] = singular_value_figure(main)
+        figures["alignment.png"] = alignment_figure(main)
+        figures["max_margin.png"] = margin_figure(results, main)
+        figures["loss_times_t.png"] = loss_figure(main)
     if "squared" in results:
-        _squared_figure(folder, results["squared"], figures)
-    return figures
+        squared = results["squared"]
+        figures["squared.png"] = squared_figure(squared, _load(folder, squared["file"]))
+    for name, fig in figures.items():
+        P.save_figure(fig, os.path.join(folder, name), dpi=120)
+    return list(figures)
 
 
-def _drift_figure(folder, results, logistic, gd, figures):
-    fig, ax = plt.subplots(figsize=(7, 4.8))
-    for run in logistic:
+def drift_figure(folder: str, results: dict) -> Figure:
+    """Relative drift of the C_k (the README table's quantity) against flow time: the flow at
+    each tolerance, its rtol as a labelled line, gradient descent at each step η."""
+    fig = P.new_figure(10, 4.8)
+    ax = fig.subplots()
+    flows = results.get("logistic", {}).get("runs", [])
+    for j, run in enumerate(flows):
         data = _load(folder, run["file"])
-        ax.loglog(
-            *_positive(data["ts"], data["drift"].sum(axis=1)),
+        colour = f"C{j}"
+        ax.plot(
+            *_positive(data["ts"], _relative_drift(data)),
             lw=2,
-            label=f"flow, {run['solver']} rtol={run['rtol']:g}",
+            color=colour,
+            label=f"exact flow, {run['solver']}, rtol = {run['rtol']:g}",
         )
-        ax.axhline(run["rtol"], ls=":", lw=0.8, color=ax.lines[-1].get_color())
-    for run in gd:
+        P.bound_line(
+            ax,
+            [data["ts"][1], data["ts"][-1]],
+            [run["rtol"]] * 2,
+            color=colour,
+            lw=1.0,
+            label=f"rtol = {run['rtol']:g}: the solver's relative tolerance",
+        )
+    gd = results.get("gd", {}).get("runs", [])
+    for run, colour in zip(gd, P.shades("Reds", len(gd), 0.9, 0.45)):
         data = _load(folder, run["file"])
-        ax.loglog(
-            *_positive(data["ts"], data["drift"].sum(axis=1)),
+        ax.plot(
+            *_positive(data["ts"], _relative_drift(data)),
             ls="--",
-            label=f"gradient descent, η={run['eta']:g}",
+            color=colour,
+            label=f"gradient descent, η = {run['eta']:g}",
         )
-    title = "Balancedness drift of the logistic flow"
+    P.log_axis(ax)
+    if flows:  # the C_k are sums of products of O(1) weights: ε-relative round-off per entry
+        ts = _load(folder, flows[0]["file"])["ts"]
+        P.roundoff_floor(ax, ts[ts > 0], 10 * P.EPS, label="round-off floor, 10ε")
+    title = "Balancedness drift of the logistic flow (Du, Hu & Lee 2018: C_k is conserved)"
     if "gd" in results:
-        title = (
-            f"Balancedness drift (GD exponent in η at t={results['gd']['t1']:g}: "
-            f"{results['gd']['drift_exponent_in_eta']:.3f})"
+        title += (
+            f"\ngradient descent breaks it: drift ∝ η^{results['gd']['drift_exponent_in_eta']:.3f}"
+            f" at t = {results['gd']['t1']:g}"
         )
-    _finish(ax, title, "Σ_k ‖C_k(t) − C_k(0)‖_F")
-    _save(fig, folder, "drift.png", figures)
+    _finish(ax, title, DRIFT_LABEL)
+    P.legend_outside(ax)
+    return fig
 
 
-def _singular_value_figure(folder, main, figures):
+def singular_value_figure(main: dict) -> Figure:
+    """σ_i(W_k) against flow time, one panel per layer, σ_1 darkest to σ_r lightest."""
     layers = sorted(k for k in main if k.startswith("singular_values_"))
-    fig, axes = plt.subplots(1, len(layers), figsize=(4 * len(layers), 3.8), squeeze=False)
+    fig = P.new_figure(4.2 * len(layers), 4.6)
+    axes = fig.subplots(1, len(layers), squeeze=False)[0]
     ts = main["ts"]
-    for ax, key in zip(axes[0], layers):
+    maps = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys")
+    for j, (ax, key) in enumerate(zip(axes, layers)):
         sv = main[key]
-        for i in range(sv.shape[1]):
-            ax.semilogx(ts[1:], sv[1:, i], lw=1.5 if i == 0 else 0.8)
         n = sv.shape[1]
-        title = f"W_{int(key.rsplit('_', 1)[1]) + 1}: {n} singular value{'s' * (n > 1)}"
-        _finish(ax, title, "σ_i(W_k)", legend=False)
-    fig.suptitle("Singular values per layer (logistic flow)")
-    _save(fig, folder, "singular_values.png", figures)
+        colours = P.shades(maps[j % len(maps)], n, 0.95, 0.35)
+        for i in range(n):
+            ax.plot(ts[1:], sv[1:, i], color=colours[i], lw=2.0 if i == 0 else 0.9)
+        k = int(key.rsplit("_", 1)[1]) + 1
+        title = f"W_{k}: {n} singular value{'s' * (n > 1)}"
+        _finish(ax, title, f"σ_i(W_{k}) (weight units)")
+        handles = [Line2D([], [], color=colours[0], lw=2.0, label="σ_1 (largest)")]
+        if n > 1:
+            handles.append(Line2D([], [], color=colours[-1], lw=0.9, label=f"σ_{n} (smallest)"))
+        ax.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.18),
+            ncol=2,
+            fontsize=8,
+            frameon=False,
+        )
+    fig.suptitle("Singular values per layer along the logistic flow (dark: large, light: small)")
+    return fig
 
 
-def _alignment_figure(folder, main, figures):
+def alignment_figure(main: dict) -> Figure:
+    """Adjacent-layer alignment and σ₂/σ₁ per layer against flow time."""
     ts, align, ratio = main["ts"][1:], main["alignment"][1:], main["sigma_ratio"][1:]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig = P.new_figure(11, 4.6)
+    ax1, ax2 = fig.subplots(1, 2)
     for k in range(align.shape[1]):
-        ax1.semilogx(ts, align[:, k], label=f"|⟨u₁(W_{k + 1}), v₁(W_{k + 2})⟩|")
+        ax1.plot(ts, align[:, k], label=f"|⟨u₁(W_{k + 1}), v₁(W_{k + 2})⟩|")
     ax1.set_ylim(0, 1.02)
-    _finish(ax1, "Adjacent-layer alignment", "alignment")
+    _finish(ax1, "Adjacent-layer alignment (1: aligned)", "alignment (dimensionless)")
     for k in range(ratio.shape[1] - 1):  # the last layer has a single singular value
-        ax2.semilogx(ts, ratio[:, k], label=f"σ₂/σ₁ of W_{k + 1}")
-    _finish(ax2, "Approach to rank one", "σ₂/σ₁")
-    _save(fig, folder, "alignment.png", figures)
+        ax2.plot(ts, ratio[:, k], label=f"σ₂/σ₁ of W_{k + 1}")
+    _finish(ax2, "Approach to rank one (0: rank one)", "σ₂/σ₁ (dimensionless)")
+    for ax in (ax1, ax2):
+        P.legend_outside(ax, where="below", ncol=2)
+    return fig
 
 
-def _margin_figure(folder, results, main, figures):
+def margin_figure(results: dict, main: dict) -> Figure:
+    """Angle to the hard-margin SVM direction and the normalised margin against flow time."""
     ts = main["ts"]
     gamma = results["data"]["max_margin"]["margin"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    ax1.loglog(*_positive(ts, main["angle"]))
-    _finish(
-        ax1, "Angle between W_L⋯W_1 and the max-margin direction", "angle (radians)", legend=False
+    fig = P.new_figure(11, 4.6)
+    ax1, ax2 = fig.subplots(1, 2)
+    keep = ts > 0
+    ax1.plot(
+        ts[keep], main["angle"][keep], color="C0", label="angle of W_L⋯W_1 to the SVM direction"
     )
-    ax2.semilogx(ts[1:], main["margin"][1:], label="normalised margin of W_L⋯W_1")
-    ax2.axhline(gamma, color="k", ls="--", label=f"hard-margin SVM γ = {gamma:.4g}")
+    ax1.set_ylim(0, None)
+    _finish(
+        ax1,
+        "Angle to the max-margin direction\n(→ 0 at rate O(1/log t): Ji & Telgarsky 2019)",
+        "angle (radians)",
+    )
+    ax2.plot(ts[keep], main["margin"][keep], color="C0", label="normalised margin of W_L⋯W_1")
+    P.bound_line(
+        ax2,
+        ts[keep][[0, -1]],
+        [gamma, gamma],
+        ls="--",
+        label=f"hard-margin SVM γ = {gamma:.4g}, the limit (Soudry et al. 2018)",
+    )
     _finish(ax2, "Normalised margin min_i y_i⟨β, x_i⟩/‖β‖", "margin (input units)")
-    _save(fig, folder, "max_margin.png", figures)
+    for ax in (ax1, ax2):
+        P.legend_outside(ax, where="below")
+    return fig
 
 
-def _loss_figure(folder, main, figures):
-    fig, ax = plt.subplots(figsize=(6, 4))
+def loss_figure(main: dict) -> Figure:
+    """Logistic loss times t against flow time (flat if the loss falls like 1/t)."""
+    fig = P.new_figure(6.5, 4.2)
+    ax = fig.subplots()
     ts, loss = main["ts"][1:], main["loss"][1:]
-    ax.loglog(ts, loss * ts)
-    _finish(ax, "Logistic loss × t (loss ~ 1/t up to logarithms)", "loss(t) · t", legend=False)
-    _save(fig, folder, "loss_times_t.png", figures)
+    ax.plot(ts, loss * ts)
+    P.log_axis(ax, "y")
+    _finish(
+        ax,
+        "Logistic loss × t (loss ~ 1/t up to logarithms: Soudry et al. 2018)",
+        "mean logistic loss × t (flow time)",
+    )
+    return fig
 
 
-def _squared_figure(folder, squared, figures):
-    data = _load(folder, squared["file"])
-    fig, ax = plt.subplots(figsize=(6, 4))
-    gap = data["loss"] - squared["loss_least_squares"]
-    ax.loglog(*_positive(data["ts"], gap), label="loss − least-squares minimum")
-    ax.loglog(*_positive(data["ts"], data["drift"].sum(axis=1)), label="Σ_k ‖C_k(t) − C_k(0)‖_F")
-    if squared.get("switched_to_implicit_at"):
-        ax.axvline(
-            squared["switched_to_implicit_at"],
-            color="k",
-            ls=":",
-            label=f"switch to Kvaerno5 (t = {squared['switched_to_implicit_at']:.3g})",
-        )
-    title = f"Squared-loss flow: {squared['num_steps']} steps, {squared['solvers']}"
-    _finish(ax, title, "loss gap / drift (loss units, weight² units)")
-    _save(fig, folder, "squared.png", figures)
+def squared_figure(squared: dict, data: dict) -> Figure:
+    """The squared-loss flow: loss above the least-squares minimum with its round-off floor,
+    and the relative drift against the tolerance."""
+    fig = P.new_figure(11, 4.8)
+    ax1, ax2 = fig.subplots(1, 2)
+    ts = data["ts"]
+    minimum = squared["loss_least_squares"]
+    ax1.plot(
+        *_positive(ts, data["loss"] - minimum), color="C0", label="loss − least-squares minimum"
+    )
+    P.log_axis(ax1)
+    P.roundoff_floor(
+        ax1,
+        ts[ts > 0],
+        10 * P.EPS * minimum,
+        label=f"round-off of the loss: 10ε × minimum = {10 * P.EPS * minimum:.1e}",
+    )
+    _finish(ax1, "Loss above the least-squares minimum", "loss − min loss (loss units)")
+    ax2.plot(*_positive(ts, _relative_drift(data)), color="C1", label="relative drift of C_k")
+    P.bound_line(
+        ax2,
+        ts[ts > 0][[0, -1]],
+        [squared["rtol"]] * 2,
+        label=f"rtol = {squared['rtol']:g}: the solver's relative tolerance",
+    )
+    P.log_axis(ax2)
+    _finish(ax2, "Balancedness drift", DRIFT_LABEL)
+    solvers = P.plain_list(squared["solvers"])
+    when = squared.get("switched_to_implicit_at")
+    how = (
+        f"explicit, then {solvers.split(' → ')[-1]} from t = {when:.3g}"
+        if when
+        else f"{solvers} from the start"
+    )
+    for ax in (ax1, ax2):
+        if when:
+            ax.axvline(when, color="k", ls=":", lw=0.8, label=f"switch to implicit, t = {when:.3g}")
+        P.legend_outside(ax, where="below")
+    fig.suptitle(
+        f"Squared-loss flow to t = {squared['t1']:g}: {squared['num_steps']} steps "
+        f"(solver {squared['solver']}: {how})",
+        fontsize=11,
+    )
+    return fig

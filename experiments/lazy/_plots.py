@@ -1,25 +1,38 @@
 """Figures of `gradflows run lazy`, drawn from what the run folder holds.
 
 `plot(folder)` reads `results.json` and `trajectories.npz` and writes four PNGs; it computes
-nothing new, so a figure can be redrawn without running the flows again.
+nothing new, so a figure can be redrawn without running the flows again. Each `draw_*`
+function returns the `Figure` (tests check it with `experiments._plotting.figure_problems`).
 """
 
 import json
 import os
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from .. import _plotting as P
 
-ALPHA_LABEL = "scale α (dimensionless)"
-TIME_LABEL = "flow time t (time of w′ = −∇F_α(w))"
 NAMES = {
-    "weight_gap": ("sup_t ‖w_α − w̄_α‖", "o", "C0"),
+    "weight_gap": ("sup_t ‖w_α − w̄_α‖ (parameters)", "o", "C0"),
     "output_gap": ("sup_t ‖αh(w_α) − αh̄(w̄_α)‖, training inputs", "s", "C1"),
     "heldout_output_gap": ("sup_t ‖αh(w_α) − αh̄(w̄_α)‖, held-out inputs", "^", "C2"),
 }
+# Where each expected slope comes from (Chizat, Oyallon & Bach 2019).
+SOURCES = {
+    ("weight_gap", -2): "‖w_α − w̄_α‖ = O(α⁻²): Thm 2.2",
+    ("output_gap", -1): "training output gap O(α⁻¹): Thm 2.2",
+    ("output_gap", -2): "training output gap α⁻²: Thm 2.2's O(α⁻¹), even in 1/α when doubled",
+    ("heldout_output_gap", -1): "held-out output gap O(α⁻¹): Prop. A.1 up to log α",
+    (
+        "heldout_output_gap",
+        -2,
+    ): "held-out output gap α⁻²: Prop. A.1's rate, even in 1/α when doubled",
+}
+BOUND_2_4 = "Thm 2.4 bound ½(√κ‖αh(w0) − y*‖e^{−mσ_min²t/4})², drawn where its conditions hold"
+FLOOR = 10  # round-off floor of the relative loss gap, in units of ε‖y*‖/‖r̄‖ (see _roundoff)
+OFFSET = 1.0  # decades between a reference slope and the data it checks
 
 
 def _load(folder):
@@ -35,217 +48,223 @@ def _ok(res, key):
     return np.array([r["alpha"] for r in runs]), np.array([r[key] for r in runs])
 
 
-def _fit_line(ax, x, y, slope, color, style, label=None):
-    """Draw y = c·x^slope through the centroid of (log x, log y)."""
-    keep = (x > 0) & (y > 0)
-    if slope is None or np.count_nonzero(keep) < 1:
-        return
-    lx, ly = np.log(x[keep]), np.log(y[keep])
-    c = np.mean(ly - slope * lx)
-    grid = np.geomspace(x[keep].min(), x[keep].max(), 50)
-    ax.plot(grid, np.exp(c) * grid**slope, style, color=color, lw=1.2, label=label)
-
-
 def _subtitle(res):
     c = res["config"]
-    return f"{c['model']}; {c['data_description']}; n = {c['n_train']}, t1 = {c['t1']:.3g}"
+    return f"{c['model']}, n = {c['n_train']}, t1 = {c['t1']:.3g}\n{c['data_description']}"
 
 
-def _save(fig, folder, name):
-    path = os.path.join(folder, name)
-    fig.savefig(path, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return path
+def _slope_label(slope, expected=None):
+    if slope is None:
+        return None
+    text = f"fit: slope {slope:+.3f}"
+    return text if expected is None else f"{text} (theory {expected:+d})"
 
 
-def plot_gaps(res, folder):
-    fits, expected = res["fits"], res["theory"]["expected_slopes"]
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+def draw_gaps(res: dict) -> Figure:
+    """The three sup gaps against α, fitted slopes, and theory's slopes drawn at least one
+    decade below every series and fit (Thm 2.2, Prop. A.1)."""
+    # no expected slopes where the theorems do not apply (non-smooth activations)
+    fits, expected = res["fits"], res["theory"]["expected_slopes"] or {}
+    fig = P.new_figure(10.5, 5.4)
+    ax = fig.subplots()
+    by_slope, fitted = {}, []
     for key, (label, marker, color) in NAMES.items():
         alphas, sup = _ok(res, "sup_" + key)
         if not len(alphas):
             continue
-        slope = fits[key + "_slope"]
-        ax.loglog(alphas, sup, marker, color=color, ms=6, label=label)
-        _fit_line(
+        ax.plot(alphas, sup, marker, color=color, ms=6, label=label)
+        line = P.fit_line(
             ax,
             alphas,
             sup,
+            fits[key + "_slope"],
+            label=_slope_label(fits[key + "_slope"]),
+            color=color,
+        )
+        fitted.append(line)
+        if expected.get(key) is not None:
+            by_slope.setdefault(expected[key], []).append((key, alphas, sup))
+    for slope, series in sorted(by_slope.items()):
+        sources = "; ".join(SOURCES.get((k, slope), k) for k, _, _ in series)
+        P.reference_slope(
+            ax,
+            np.concatenate([a for _, a, _ in series]),
+            [np.interp(np.concatenate([a for _, a, _ in series]), a, s) for _, a, s in series],
             slope,
-            color,
-            "-",
-            f"   fit: slope {slope:+.3f}" if slope is not None else None,
+            label=f"reference slope {slope:+d}, placed ≥ {OFFSET:g} decade below (not fitted):\n"
+            + sources.replace("; ", ";\n"),
+            offset=OFFSET,
+            fits=fitted,
         )
-        if expected:  # theory lines only where the theorems apply (smooth activations)
-            _fit_line(
-                ax, alphas, sup, expected[key], color, ":", f"   theory: slope {expected[key]:+d}"
-            )
-    ax.set_xlabel(ALPHA_LABEL)
-    ax.set_ylabel("sup over t ≤ t1 of the gap (parameter / output norm)")
-    ax.set_title(
-        f"Lazy training: gaps to the linearised flow (Thm 2.2, 2.4)\n{_subtitle(res)}", fontsize=9
-    )
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
-    return _save(fig, folder, "gaps.png")
-
-
-def plot_loss(res, arr, folder, n_curves=4):
-    ts, alphas, th = arr["ts"], arr["alphas"], res["theory"]
-    picks = sorted(set(np.round(np.linspace(0, len(alphas) - 1, n_curves)).astype(int)))
-    fig, (ax, low) = plt.subplots(
-        2, 1, figsize=(7.5, 7.4), sharex=True, gridspec_kw={"height_ratios": [2.2, 1]}
-    )
-    # With h(w0) = 0 the linearised flow in output space does not depend on α: draw it once.
-    linear_same = all(
-        np.allclose(arr["loss_linearized"][i], arr["loss_linearized"][picks[0]], rtol=1e-6, atol=0)
-        for i in picks
-    )
-    for j, i in enumerate(picks):
-        lw = 3.2 - 1.8 * j / max(len(picks) - 1, 1)  # wide to thin: coinciding curves stay visible
-        ax.semilogy(
-            ts,
-            arr["loss"][i],
-            "-",
-            color=f"C{j}",
-            lw=lw,
-            label=f"α = {alphas[i]:.3g}: R(αh(w_α)), nonlinear",
-        )
-        if not linear_same:
-            ax.semilogy(
-                ts,
-                arr["loss_linearized"][i],
-                "--",
-                color=f"C{j}",
-                lw=1.2,
-                label=f"α = {alphas[i]:.3g}: R(αh̄(w̄_α)), linearised",
-            )
-    if linear_same:
-        ax.semilogy(
-            ts,
-            arr["loss_linearized"][picks[0]],
-            "--",
-            color="k",
-            lw=1.2,
-            label="R(αh̄(w̄_α)), linearised (the same for every α: h(w0) = 0)",
-        )
-    same_bound = all(
-        np.allclose(arr["theorem_2_4_bound"][i], arr["theorem_2_4_bound"][picks[0]]) for i in picks
-    )
-    when = (
-        "C0 unknown: Lip(Dh) not estimated"
-        if th["alpha_min"] is None
-        else f"its conditions hold for α > {th['alpha_min']:.3g}"
-    )
-    bounds = (picks[:1] if same_bound else picks) if th.get("theory_applies", True) else []
-    for j, i in enumerate(bounds):  # the theorem's bound only where it applies
-        ax.semilogy(
-            ts,
-            0.5 * arr["theorem_2_4_bound"][i] ** 2,
-            ":",
-            color="k" if same_bound else f"C{j}",
-            lw=2,
-            label="Thm 2.4 bound ½(√κ‖αh(w0) − y*‖·exp(−mσ_min²t/4))²"
-            + ("" if same_bound else f", α = {alphas[i]:.3g}")
-            + f"; {when}",
-        )
-    for j, i in enumerate(picks):
-        rel = np.abs(arr["loss"][i] - arr["loss_linearized"][i]) / arr["loss_linearized"][i]
-        keep = (rel > 0) & np.isfinite(rel)
-        low.semilogy(ts[keep], rel[keep], "-", color=f"C{j}", lw=1.4, label=f"α = {alphas[i]:.3g}")
-    low.set_ylabel("|R − R̄| / R̄\n(relative loss gap)")
-    low.set_xlabel(TIME_LABEL)
-    low.grid(True, alpha=0.3)
-    low.legend(fontsize=7, ncol=len(picks), loc="lower right")
-    values = np.concatenate([arr["loss"][picks].ravel(), arr["loss_linearized"][picks].ravel()])
-    values = values[values > 0]
-    ax.set_ylim(max(values.min() / 10, 1e-30), values.max() * 10)
-    ax.set_xlim(0, ts[-1])
-    ax.set_ylabel("training loss R = ½‖αh − y*‖² (log scale)")
-    ax.set_title(
-        "Training loss: nonlinear (solid), linearised (dashed), Thm 2.4 bound (dotted)\n"
-        f"λ_min(Σ) = {th['lambda_min']:.3g}; the bound's loss rate is 2·mσ_min²/4 = "
-        f"{2 * th['theorem_2_4_rate']:.3g}\n{_subtitle(res)}",
+    P.log_axis(ax)
+    ax.set_xlabel(P.ALPHA_LABEL)
+    ax.set_ylabel("sup over flow time t ≤ t1 of the gap\n(parameter norm / output norm)")
+    fig.suptitle(
+        "Lazy training: gaps to the linearised flow against the scale α "
+        f"(Chizat et al. 2019, Thm 2.2, Prop. A.1)\n{_subtitle(res)}",
         fontsize=9,
     )
-    ax.grid(True, alpha=0.3)
-    fig.legend(
-        *ax.get_legend_handles_labels(),
-        fontsize=7.5,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        ncol=1,
+    ax.grid(True, which="major", alpha=0.3)
+    P.legend_outside(ax)
+    return fig
+
+
+def _picks(alphas, n):
+    return sorted(set(np.round(np.linspace(0, len(alphas) - 1, n)).astype(int)))
+
+
+def _roundoff(arr, i, y_norm):
+    """Round-off floor of the relative loss gap, FLOOR·ε‖y*‖/‖r̄(t)‖ with r̄ = αh̄ − y*.
+
+    R = ½‖r‖² is computed from αh ≈ y* late in the flow, so r, R and R̄ carry a relative
+    round-off of order ε‖y*‖/‖r‖, and |R − R̄|/R̄ cannot resolve less. Measured (default run,
+    α = 10⁶, where the true gap is ~10⁻⁴ of that at α = 10⁴): the relative gap is 0.74 (median
+    over t) to 3.2 (max) times ε‖y*‖/‖r̄‖; at α = 10⁵ it is 40 times (median), above the floor."""
+    r = np.asarray(arr["residual_linearized"][i], float)
+    return FLOOR * P.EPS * y_norm / np.where(r > 0, r, np.nan)
+
+
+def draw_loss(res: dict, arr: dict, n_panels: int = 4) -> Figure:
+    """Training loss of the nonlinear and linearised flows against log flow time, one column
+    per α; Thm 2.4's bound only where its conditions hold; the relative gap below, with the
+    round-off floor shaded."""
+    ts, alphas, th = arr["ts"], arr["alphas"], res["theory"]
+    runs = {r["alpha"]: r for r in res["runs"] if not r["failed"]}
+    picks = _picks(alphas, n_panels)
+    fig = P.new_figure(3.4 * len(picks) + 0.6, 6.6)
+    axes = fig.subplots(2, len(picks), sharex=True, squeeze=False)
+    for ax in axes[0, 1:]:  # one loss scale; each relative gap on its own (they span 1e-16..1)
+        ax.sharey(axes[0, 0])
+    late = ts > 0
+    y_norm = th["y_star_norm"]
+    for col, i in enumerate(picks):
+        top, low = axes[0, col], axes[1, col]
+        top.plot(ts[late], arr["loss"][i][late], "-", color="C0", lw=3.2, alpha=0.55)
+        top.plot(ts[late], arr["loss_linearized"][i][late], "--", color="k", lw=1.2)
+        run = runs.get(float(alphas[i]), {})
+        if not th.get("theory_applies", True):
+            note = "Thm 2.4 does not apply (Dh not Lipschitz)"
+        elif run.get("theorem_2_4_conditions_hold"):
+            bound = 0.5 * arr["theorem_2_4_bound"][i][late] ** 2
+            P.bound_line(top, ts[late], bound, label=BOUND_2_4)
+            note = "Thm 2.4's conditions hold"
+        elif th["alpha_min"] is None:
+            note = "Thm 2.4: C0 unknown, no bound"
+        else:
+            note = f"Thm 2.4 needs α > {th['alpha_min']:.3g}"
+        top.set_title(f"α = {alphas[i]:.3g}\n{note}", fontsize=9)
+        rel = np.abs(arr["loss"][i] - arr["loss_linearized"][i]) / arr["loss_linearized"][i]
+        keep = late & (rel > 0) & np.isfinite(rel)
+        low.plot(ts[keep], rel[keep], "-", color="C3", lw=1.4)
+        for ax in (top, low):
+            P.log_axis(ax)
+            ax.grid(True, which="major", alpha=0.3)
+        low.set_xlabel(P.TIME_LABEL)
+    for col, i in enumerate(picks):
+        low = axes[1, col]
+        low.autoscale_view()
+        P.roundoff_floor(
+            low,
+            ts[late],
+            _roundoff(arr, i, y_norm)[late],
+            label=f"round-off floor, {FLOOR}ε‖y*‖/‖r̄‖",
+        )
+    axes[0, 0].set_ylabel("training loss R = ½‖αh − y*‖²")
+    for ax in axes[1]:
+        ax.set_ylabel("|R − R̄| / R̄")
+    axes[1, 0].set_ylabel("relative loss gap |R − R̄| / R̄")
+    handles = [
+        Line2D([], [], color="C0", lw=3.2, alpha=0.55, label="R(αh(w_α(t))), nonlinear flow"),
+        Line2D([], [], color="k", ls="--", lw=1.2, label="R̄ = R(αh̄(w̄_α(t))), linearised flow"),
+        Line2D(
+            [],
+            [],
+            color="k",
+            ls=":",
+            lw=1.4,
+            label=BOUND_2_4,
+        ),
+        Line2D([], [], color="C3", lw=1.4, label="|R − R̄| / R̄"),
+        axes[1, 0].collections[-1],
+    ]
+    labels = [h.get_label() for h in handles[:-1]] + [
+        f"round-off floor of |R − R̄|/R̄ in float64: {FLOOR}ε‖y*‖/‖αh̄ − y*‖"
+    ]
+    P.figure_legend(fig, handles, labels, ncol=3)
+    fig.suptitle(
+        f"Training loss, nonlinear vs linearised flow (Chizat et al. 2019); λ_min(Σ) = "
+        f"{th['lambda_min']:.3g}, Thm 2.4's loss rate mσ_min²/2 = {2 * th['theorem_2_4_rate']:.3g}"
+        f"\n{_subtitle(res)}",
+        fontsize=9,
     )
-    return _save(fig, folder, "loss.png")
+    return fig
 
 
-def plot_distance(res, folder):
+def draw_distance(res: dict) -> Figure:
+    """sup_t ‖w_α − w0‖ against α with its fit and Thm 2.2's bound."""
     alphas, dist = _ok(res, "sup_distance_from_init")
     _, bound = _ok(res, "theorem_2_2_bound")
     slope = res["fits"]["distance_slope"]
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    ax.loglog(alphas, dist, "o", color="C0", label="measured sup_t ‖w_α(t) − w0‖")
-    _fit_line(
-        ax,
-        alphas,
-        dist,
-        slope,
-        "C0",
-        "-",
-        f"   fit: slope {slope:+.3f} (theory −1)" if slope is not None else None,
+    expected = (res["theory"]["expected_slopes"] or {}).get("distance")
+    fig = P.new_figure(9.5, 5.0)
+    ax = fig.subplots()
+    ax.plot(alphas, dist, "o", color="C0", label="measured sup_t ‖w_α(t) − w0‖")
+    P.fit_line(ax, alphas, dist, slope, label=_slope_label(slope, expected), color="C0")
+    if len(bound) == len(alphas) and res["theory"].get("theory_applies", True):
+        P.bound_line(ax, alphas, bound, label="Thm 2.2 bound √(t1·R(αh(w0)))/α", ls="--")
+    P.log_axis(ax)
+    ax.set_xlabel(P.ALPHA_LABEL)
+    ax.set_ylabel("sup over flow time t ≤ t1 of ‖w_α(t) − w0‖\n(parameter norm)")
+    fig.suptitle(
+        "Distance travelled from the initialisation (Chizat et al. 2019, Thm 2.2)\n"
+        + _subtitle(res),
+        fontsize=9,
     )
-    if len(bound) == len(alphas):
-        ax.loglog(alphas, bound, "--", color="k", label="Thm 2.2 bound √(t1·R(αh(w0)))/α")
-    ax.set_xlabel(ALPHA_LABEL)
-    ax.set_ylabel("sup over t ≤ t1 of ‖w_α(t) − w0‖ (parameter norm)")
-    ax.set_title(
-        f"Distance travelled from the initialisation (Thm 2.2)\n{_subtitle(res)}", fontsize=9
-    )
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, folder, "distance.png")
+    ax.grid(True, which="major", alpha=0.3)
+    P.legend_outside(ax)
+    return fig
 
 
-def plot_heldout(res, folder):
+def draw_heldout(res: dict) -> Figure | None:
+    """The held-out output gap against α, overlaid on the training one, with the shape
+    (log α)/α of Prop. A.1's bound drawn one decade above the data."""
     alphas, gap = _ok(res, "sup_heldout_output_gap")
     if not len(alphas):
         return None
     a_tr, gap_tr = _ok(res, "sup_output_gap")
     slope = res["fits"]["heldout_output_gap_slope"]
     expected = (res["theory"]["expected_slopes"] or {}).get("heldout_output_gap")
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    ax.loglog(alphas, gap, "^", color="C2", ms=7, label=NAMES["heldout_output_gap"][0])
-    _fit_line(
-        ax,
-        alphas,
-        gap,
-        slope,
-        "C2",
-        "-",
-        None
-        if slope is None
-        else f"   fit: slope {slope:+.3f}" + (f" (expected {expected:+d})" if expected else ""),
-    )
-    ax.loglog(a_tr, gap_tr, "s", color="C1", ms=4, alpha=0.6, label=NAMES["output_gap"][0])
-    big = alphas > np.e
-    if np.count_nonzero(big) >= 1:
+    fig = P.new_figure(10.5, 5.0)
+    ax = fig.subplots()
+    ax.plot(alphas, gap, "^", color="C2", ms=7, label=NAMES["heldout_output_gap"][0])
+    fit = P.fit_line(ax, alphas, gap, slope, label=_slope_label(slope, expected), color="C2")
+    ax.plot(a_tr, gap_tr, "s", color="C1", ms=4, alpha=0.7, label=NAMES["output_gap"][0])
+    big = alphas > np.e  # (log α)/α decreases there
+    if np.count_nonzero(big) >= 2 and res["theory"].get("theory_applies", True):
         # Prop. A.1 bounds the gap by C(log α/α)(M1 + ½C·M2·log α) with C not computed here:
-        # show the leading shape (log α)/α through the first measured point with log α > 1.
-        a0, g0 = alphas[big][0], gap[big][0]
-        grid = np.geomspace(a0, alphas.max(), 50)
-        ax.loglog(
-            grid,
-            g0 * (np.log(grid) / grid) / (np.log(a0) / a0),
-            ":",
-            color="k",
-            label="Prop. A.1 bound's shape (log α)/α (constant not computed)",
+        # the shape only, placed above every held-out point and the fit.
+        P.reference_curve(
+            ax,
+            alphas[big],
+            gap[big],
+            lambda a: np.log(a) / a,
+            label=f"shape (log α)/α of Prop. A.1's bound (constant not computed;\n"
+            f"placed {OFFSET:g} decade above the data, not fitted)",
+            side="above",
+            offset=OFFSET,
+            fits=(fit,),
         )
-    ax.set_xlabel(ALPHA_LABEL)
-    ax.set_ylabel("sup over t ≤ t1 of the output gap (output norm)")
-    ax.set_title(f"Held-out inputs (Prop. A.1)\n{_subtitle(res)}", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
-    return _save(fig, folder, "heldout.png")
+    P.log_axis(ax)
+    ax.set_xlabel(P.ALPHA_LABEL)
+    ax.set_ylabel("sup over flow time t ≤ t1 of the output gap\n(output norm)")
+    fig.suptitle(
+        f"Held-out inputs (Chizat et al. 2019, Prop. A.1), training inputs for comparison\n"
+        f"{_subtitle(res)}",
+        fontsize=9,
+    )
+    ax.grid(True, which="major", alpha=0.3)
+    P.legend_outside(ax)
+    return fig
 
 
 def plot(folder: str) -> list[str]:
@@ -253,10 +272,14 @@ def plot(folder: str) -> list[str]:
     res, arr = _load(folder)
     if "alphas" not in arr or len(arr["alphas"]) == 0:
         return []
-    paths = [
-        plot_gaps(res, folder),
-        plot_loss(res, arr, folder),
-        plot_distance(res, folder),
-        plot_heldout(res, folder),
+    figures = {
+        "gaps.png": draw_gaps(res),
+        "loss.png": draw_loss(res, arr),
+        "distance.png": draw_distance(res),
+        "heldout.png": draw_heldout(res),
+    }
+    return [
+        P.save_figure(fig, os.path.join(folder, name))
+        for name, fig in figures.items()
+        if fig is not None
     ]
-    return [p for p in paths if p is not None]

@@ -11,6 +11,7 @@ from matplotlib import colors
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from .. import _plotting
 from ._checks import _bounds, _grid_size, _point, _points, _positive
 from ._drawing import (
     Portrait,
@@ -87,8 +88,19 @@ def draw_conservation(data: dict) -> Figure:
         ms=4.5,
         lw=1.0,
     )
-    ax_q.set_xscale("log")
-    ax_q.set_yscale("log")
+    _plotting.log_axis(ax_q)
+    ax_q.autoscale_view()
+    # |Δ(w1² − w2²)| cannot be resolved below the round-off of w1² + w2² along the paths
+    scale = float(np.max(paths[..., 0] ** 2 + paths[..., 1] ** 2))
+    _plotting.roundoff_floor(
+        ax_q, ts[1:], 10 * _plotting.EPS * scale, label="round-off: 10ε·max(w1² + w2²)"
+    )
+    _plotting.bound_line(
+        ax_q,
+        ts[[1, -1]],
+        [float(data["rtol"]) * scale] * 2,
+        label=f"rtol·max(w1² + w2²), rtol = {float(data['rtol']):g} (the solver's tolerance)",
+    )
     ax_q.set_xlabel("flow time t (a gradient-descent step η covers time η)")
     ax_q.set_ylabel(f"|Δ({q_label})| since t = 0")
     ax_q.set_title(
@@ -104,8 +116,10 @@ def draw_conservation(data: dict) -> Figure:
         ),
         Line2D([], [], color="k", lw=1, ls=":", label=f"{q_label} = its value at the start"),
         Line2D([], [], marker="o", ls="", color="grey", mec="white", ms=6, label="starting point"),
+        ax_q.get_lines()[-1],
+        ax_q.collections[-1],
     ]
-    _legend(fig, handles)
+    _legend(fig, handles, ncol=3)
     fig.suptitle(
         f"{data['model']}: {q_label} is conserved by the exact flow, not by gradient descent",
         fontsize=12,

@@ -5,9 +5,10 @@ from typing import NamedTuple
 
 import numpy as np
 from matplotlib import ticker
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+
+from .. import _plotting
 
 # Colours of the starting points; colour-blind-safe (Okabe–Ito).
 _START_COLOURS = ("#d55e00", "#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
@@ -23,16 +24,13 @@ class Portrait(NamedTuple):
 
 
 def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    return _plotting.new_figure(width, height)
 
 
 def save_figure(figure: Figure, path: str, *, dpi: int = 110) -> str:
     """Write `figure` to `path` (format from the extension: .png, .svg, .pdf) and return the
-    path."""
-    figure.savefig(path, dpi=dpi)
-    return path
+    path; a partial file never replaces a finished one."""
+    return _plotting.save_figure(figure, path, dpi=dpi)
 
 
 def _finish(data: dict, draw_fn: Callable, path: str | None, draw: bool) -> Portrait:

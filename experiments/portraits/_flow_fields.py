@@ -125,19 +125,12 @@ def draw_flows(data: dict) -> Figure:
                 title += "\n" + str(data["column_titles"][k])
             ax.set_title(title, fontsize=10)
         if "weight_gap" in data:
-            note = (
-                f"from w0: path length {data['path_length'][k, 0, 0]:.2g}, "
-                f"chord/length {data['straightness'][k, 0, 0]:.3f}\n"
-                f"max_t ‖w(t) − w̄(t)‖ = {data['weight_gap'][k, 0]:.2g}"
-            )
-            axes[0, k].text(
-                0.02,
-                0.02,
-                note,
-                transform=axes[0, k].transAxes,
-                fontsize=8,
-                va="bottom",
-                bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85, "lw": 0},
+            # in the title, not in a box over the panel: the paths reach every corner
+            axes[0, k].set_title(
+                axes[0, k].get_title() + f"\nfrom w0: length {data['path_length'][k, 0, 0]:.2g}, "
+                f"chord/length {data['straightness'][k, 0, 0]:.3f}; "
+                f"max_t ‖w − w̄‖ = {data['weight_gap'][k, 0]:.2g}",
+                fontsize=9,
             )
     bar = fig.colorbar(cs, ax=axes, label=str(data["value_label"]), shrink=0.8)
     bar.set_ticks(_nice_levels(vmin, vmax, 6))

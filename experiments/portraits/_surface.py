@@ -16,13 +16,12 @@ from ._toys import _evaluate, _formula, _network, linearized
 
 def draw_surfaces(data: dict) -> Figure:
     """Draw `surface_portrait`'s data: one row per scale α; columns α·f, α·f̄ (shared colour
-    scale per row, same contour levels) and the gap α(f − f̄) (one colour scale for all rows)."""
+    scale per row, same contour levels) and the gap α(f − f̄) on each row's own symmetric colour
+    scale (the gap shrinks with α; on one scale the large-α panel would be blank), its maximum
+    printed on the panel."""
     scales, w0 = np.asarray(data["scales"]), np.asarray(data["w0"])
     out, out_lin = np.asarray(data["output"]), np.asarray(data["output_linearized"])
     gap = out - out_lin
-    gap_max = float(np.max(np.abs(gap))) or 1.0
-    gap_norm = colors.Normalize(-gap_max, gap_max)
-    gap_levels = _nice_levels(-gap_max, gap_max, 20)
     fig = _figure(13.5, 3.9 * len(scales) + 0.6)
     axes = fig.subplots(len(scales), 3, squeeze=False)
     scaled = bool(data["scaled_window"])
@@ -57,13 +56,29 @@ def draw_surfaces(data: dict) -> Figure:
             ax.set_title(f"{name}, scale α = {alpha:g}\n{window}", fontsize=10)
         fig.colorbar(cs, ax=axes[k, :2], label=f"output × α (α = {alpha:g})", shrink=0.9)
         ax = axes[k, 2]
-        gs = ax.contourf(w1, w2, gap[k], levels=gap_levels, norm=gap_norm, cmap="RdBu_r")
+        gap_max = float(np.max(np.abs(gap[k])))
+        top = gap_max or 1.0
+        gs = ax.contourf(
+            w1,
+            w2,
+            gap[k],
+            levels=_nice_levels(-top, top, 20),
+            norm=colors.Normalize(-top, top),
+            cmap="RdBu_r",
+        )
         _mark(ax, w0)
         _label_axes(ax)
-        ax.set_title(
-            f"gap α·(f − f̄), α = {alpha:g}\nmax |gap| = {np.max(np.abs(gap[k])):.2g}", fontsize=10
+        ax.set_title(f"gap α·(f − f̄), α = {alpha:g}\nthis row's colour scale", fontsize=10)
+        ax.text(
+            0.03,
+            0.97,
+            f"max |gap| = {gap_max:.2g}",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=10,
+            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.85, "lw": 0},
         )
-    fig.colorbar(gs, ax=axes[:, 2], label="α·(f(w) − f̄(w)) (shared scale)", shrink=0.9)
+        fig.colorbar(gs, ax=ax, label=f"α·(f(w) − f̄(w)), α = {alpha:g}", shrink=0.9)
     fig.suptitle(
         f"{data['model']} and its linearisation f̄ at w0 = ({w0[0]:g}, {w0[1]:g}) (★): "
         "far apart at small scale, close (lazy) at large scale",
