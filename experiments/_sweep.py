@@ -1,0 +1,374 @@
+"""The sweep layer: a grid of independent tasks, run in-process or on a Dask cluster.
+
+A task is a JSON-able dict of settings (`{"alpha": 10.0}`, `{"width": 64, "seed": 3}`); its key
+is a hash of those settings (`task_key`). `Sweep.run(fn, tasks, folder)` calls
+`fn(task, shared, ctx) -> (record, arrays)` once per task whose part is not yet in
+`folder/parts/`, writes each result as its own part (`parts/<key>.npz`, then `parts/<key>.json`,
+each atomically: the JSON is written last and marks the part as finished), and returns the
+results of all tasks, read back from their parts, in the order of `tasks`. An interrupted sweep
+keeps its parts; running it again on the same folder (`--resume`) skips them.
+
+Backends:
+- `Sweep(workers=0)`: in the calling process, one task after another, no Dask.
+- `Sweep(workers=N)`: a Dask `LocalCluster` of N worker processes with one thread each,
+  started (spawn, not fork: JAX and fork do not mix) when the first task is pending.
+- `Sweep(scheduler="tcp://host:8786")`: the workers of a running Dask cluster.
+
+A worker that dies while running a task (killed, out of memory) costs that task one retry on
+another worker; a second death reports it as failed with the reason, and the sweep goes on.
+The workers' logs and each task's own output (its solver progress) go to `folder/logs/`.
+"""
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ._common import UsageError, plain, write_json, write_npz
+
+CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
+
+
+def task_key(task: dict) -> str:
+    """The key of a task: 16 hex digits of the SHA-256 of its settings as canonical JSON.
+
+    Floats are written by `repr`, so `1e3` and `1000.0` give one key; key order does not matter.
+    """
+    text = json.dumps(plain(task), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def default_workers() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskResult:
+    """One task of a sweep, as read back from its part.
+
+    - `record`: the dict the task function returned (None if the task could not be finished);
+    - `arrays`: its arrays (`{}` if none or failed);
+    - `stats`: wall_s, cpu_s, peak_rss_bytes (and how it was read), worker, host, pid, attempts;
+    - `error`: None, or why the task could not be finished (no part is written then, so a
+      resumed sweep tries it again);
+    - `resumed`: True if the part was already in the folder.
+    """
+
+    key: str
+    task: dict
+    record: dict | None
+    arrays: dict
+    stats: dict
+    error: str | None = None
+    resumed: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+def _paths(folder: str, key: str) -> tuple[str, str]:
+    base = os.path.join(folder, "parts", key)
+    return base + ".json", base + ".npz"
+
+
+def _load_part(folder: str, key: str, task: dict) -> TaskResult | None:
+    """The finished part of `task`, or None if it is missing, unreadable or another task's."""
+    path_json, path_npz = _paths(folder, key)
+    try:
+        with open(path_json) as f:
+            part = json.load(f)
+        if part["task"] != plain(task):
+            return None
+        arrays = {}
+        if part["arrays"]:
+            with np.load(path_npz, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in part["arrays"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return TaskResult(key, task, part["record"], arrays, part["stats"], resumed=True)
+
+
+def _write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> TaskResult:
+    path_json, path_npz = _paths(folder, key)
+    stats = {**out["stats"], "attempts": attempts}
+    if "error" in out:
+        with open(os.path.join(folder, "logs", f"{key}.log"), "a") as f:
+            f.write(out["traceback"])
+        return TaskResult(key, task, None, {}, stats, error=out["error"])
+    arrays = {name: np.asarray(a) for name, a in out["arrays"].items()}
+    try:
+        if arrays:
+            write_npz(path_npz, **arrays)
+        write_json(path_json, {"key": key, "task": task, "record": out["record"],
+                               "arrays": sorted(arrays), "stats": stats})  # fmt: skip
+    except ValueError as e:  # a NaN in the record is never written as data
+        return TaskResult(key, task, None, {}, stats, error=f"cannot write its part: {e}")
+    checkpoint = os.path.join(folder, "parts", f".{key}.checkpoint.npz")
+    if os.path.exists(checkpoint):
+        os.remove(checkpoint)
+    return dataclasses.replace(_load_part(folder, key, task), resumed=False)
+
+
+class Sweep:
+    """Where the tasks of sweeps run; a context manager that shuts its cluster down on exit.
+
+    **Arguments:**
+    - `workers`: 0 runs in this process; N > 0 starts a local Dask cluster of N single-thread
+      worker processes (spawned on first need, reused by later `run` calls, at most one per
+      pending task); None means `default_workers()`, or the scheduler's workers.
+    - `scheduler`: address of a running Dask scheduler (`tcp://host:8786`); connected to at
+      once. Give `workers` or `scheduler`, not both.
+    - `progress`: one tqdm bar over the tasks, and the tasks' own progress in their logs.
+
+    **Raises:** `UsageError` (a ValueError) for a negative or non-integer `workers`, both
+    `workers` and `scheduler`, or a scheduler that does not answer within 8 s.
+    """
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, *, progress=True):
+        if scheduler is not None and workers is not None:
+            raise UsageError("give --workers or --scheduler, not both")
+        if scheduler is None:
+            workers = default_workers() if workers is None else workers
+            if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)):
+                raise UsageError(f"--workers must be an integer >= 0, got {workers!r}")
+            if workers < 0:
+                raise UsageError(f"--workers must be an integer >= 0, got {workers}")
+        self.workers, self.scheduler, self.progress = workers, scheduler, progress
+        self._client = self._cluster = None
+        self._stack = contextlib.ExitStack()
+        if scheduler is not None:
+            self._client = self._connect(scheduler)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @staticmethod
+    def _connect(address: str):
+        from distributed import Client
+
+        try:
+            return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise UsageError(
+                f"--scheduler {address}: no Dask scheduler answered within "
+                f"{CONNECT_TIMEOUT_S} s ({reason})"
+            ) from None
+
+    def _client_for(self, pending: int, folder: str):
+        """The Dask client; the local cluster is started (or grown) here."""
+        from distributed import Client, LocalCluster
+
+        from ._sweep_task import LogToFolder
+
+        if self._client is None:
+            import dask
+
+            self._stack.enter_context(
+                dask.config.set(
+                    {
+                        "distributed.worker.multiprocessing-method": "spawn",
+                        "distributed.scheduler.allowed-failures": 0,  # the sweep retries once
+                    }
+                )
+            )
+            self._cluster = LocalCluster(
+                n_workers=min(self.workers, pending),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # their log goes to logs/, not the terminal
+            )
+            self._client = Client(self._cluster, set_as_default=False)
+        elif self._cluster is not None and len(self._cluster.workers) < min(self.workers, pending):
+            self._cluster.scale(min(self.workers, pending))
+        self._client.register_plugin(LogToFolder(folder))
+        return self._client
+
+    def close(self) -> None:
+        """Shut the local cluster down (its worker processes end) or detach from the scheduler."""
+        try:
+            if self._client is not None:
+                self._client.close(timeout=10)
+            if self._cluster is not None:
+                self._cluster.close(timeout=10)
+        finally:
+            self._client = self._cluster = None
+            self._stack.close()
+
+    def run(self, fn, tasks, folder: str, *, shared=None, desc: str = "tasks") -> list:
+        """Run every task of `tasks` whose part is not in `folder`; return all their results.
+
+        **Arguments:**
+        - `fn`: `fn(task, shared, ctx) -> (record, arrays)`, a module-level function (workers
+          import it); `record` a JSON-able dict (no NaN/inf), `arrays` a dict of arrays or
+          None; `ctx` a `TaskContext`. An exception it raises fails that task only.
+        - `tasks`: JSON-able dicts of settings, distinct; run in this order as workers free up.
+        - `folder`: the run folder; parts go to `parts/`, logs to `logs/`.
+        - `shared`: one object passed to every task (sent with each, so keep it small:
+          arrays of data, settings; build models inside `fn`).
+        - `desc`: the progress bar's label.
+
+        **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
+
+        **Raises:** ValueError if two tasks have the same settings. KeyboardInterrupt passes
+        through after the running tasks are cancelled; finished parts stay.
+        """
+        tasks = [dict(t) for t in tasks]
+        keys = [task_key(t) for t in tasks]
+        if len(set(keys)) != len(keys):
+            seen, repeated = set(), []
+            for t, k in zip(tasks, keys):
+                if k in seen:
+                    repeated.append(t)
+                seen.add(k)
+            raise ValueError(f"tasks must be distinct; repeated: {repeated}")
+        folder = os.path.abspath(folder)
+        for sub in ("parts", "logs"):
+            os.makedirs(os.path.join(folder, sub), exist_ok=True)
+        results = [_load_part(folder, k, t) for k, t in zip(keys, tasks)]
+        pending = [i for i, r in enumerate(results) if r is None]
+        bar = tqdm(
+            total=len(tasks),
+            initial=len(tasks) - len(pending),
+            desc=desc,
+            unit="task",
+            disable=not self.progress,
+        )
+        try:
+            if pending and self.scheduler is None and self.workers == 0:
+                for i in pending:
+                    from ._sweep_task import execute
+
+                    out = execute(fn, tasks[i], shared, keys[i], folder, False, self.progress)
+                    results[i] = self._done(folder, keys[i], tasks[i], out, 1, bar)
+            elif pending:
+                self._run_dask(fn, tasks, keys, shared, folder, pending, results, bar)
+        finally:
+            bar.close()
+        return results
+
+    @staticmethod
+    def _done(folder, key, task, out, attempts, bar) -> TaskResult:
+        result = _write_part(folder, key, task, out, attempts)
+        bar.update(1)
+        bar.set_postfix_str(f"last {result.stats['wall_s']:.1f} s", refresh=True)
+        if result.failed:
+            tqdm.write(f"task {task} failed: {result.error} (log: logs/{key}.log)")
+        return result
+
+    def _run_dask(self, fn, tasks, keys, shared, folder, pending, results, bar) -> None:
+        from distributed import as_completed
+        from distributed.client import FutureCancelledError
+        from distributed.scheduler import KilledWorker
+
+        from ._sweep_task import execute
+
+        client = self._client_for(len(pending), folder)
+        queue = collections.deque(pending)
+        running = {}  # future -> (task index, attempt)
+        done = as_completed(loop=client.loop)
+
+        def submit(i, attempt):
+            future = client.submit(
+                execute,
+                fn,
+                tasks[i],
+                shared,
+                keys[i],
+                folder,
+                True,
+                self.progress,
+                key=f"task-{keys[i]}-{attempt}",
+                pure=False,
+            )
+            running[future] = (i, attempt)
+            done.add(future)
+
+        def fill():  # one task per worker thread: a dying worker takes only its own task
+            free = max(1, sum(client.nthreads().values())) - len(running)
+            while queue and free > 0:
+                submit(queue.popleft(), 1)
+                free -= 1
+
+        try:
+            fill()
+            for future in done:
+                i, attempt = running.pop(future)
+                key, task = keys[i], tasks[i]
+                try:
+                    out = future.result()
+                except KilledWorker as e:
+                    if attempt == 1:
+                        checkpoint = os.path.join(folder, "parts", f".{key}.checkpoint.npz")
+                        if os.path.exists(checkpoint):  # the retry starts from scratch
+                            os.remove(checkpoint)
+                        tqdm.write(f"task {task}: its worker died; retrying on another worker")
+                        submit(i, 2)
+                        continue
+                    out = {"error": f"its worker died twice while running it ({e})"}
+                except (FutureCancelledError, OSError, RuntimeError) as e:
+                    out = {"error": f"lost by the cluster ({type(e).__name__}: {e})"}
+                finally:
+                    future.release()
+                if "stats" not in out:  # no worker finished it
+                    results[i] = TaskResult(key, task, None, {}, {"attempts": attempt},
+                                            error=out["error"])  # fmt: skip
+                    bar.update(1)
+                    tqdm.write(f"task {task} failed: {out['error']}")
+                else:
+                    results[i] = self._done(folder, key, task, out, attempt, bar)
+                fill()
+        except BaseException:
+            client.cancel(list(running), force=True)
+            raise
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `--workers` and `--scheduler` options of every sweeping experiment."""
+    g = parser.add_argument_group("parallel (Dask)")
+    g.add_argument(
+        "--workers",
+        type=_workers_option,
+        default=None,
+        metavar="N",
+        help="local worker processes, one thread each (default: the number of cores, "
+        f"{default_workers()} here); 0 runs every task in this process, without Dask",
+    )
+    g.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run the tasks on a running Dask cluster, e.g. tcp://host:8786 (see README)",
+    )
+
+
+def _workers_option(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {n}")
+    return n
+
+
+def from_args(args) -> Sweep:
+    """The `Sweep` of the parsed `--workers`/`--scheduler` options (connects to a scheduler)."""
+    return Sweep(args.workers, args.scheduler, progress=not args.no_progress)
