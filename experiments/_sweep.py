@@ -148,6 +148,7 @@ class Sweep:
         self.workers, self.scheduler, self.progress = workers, scheduler, progress
         self._client = self._cluster = None
         self._stack = contextlib.ExitStack()
+        self._logged = set()  # run folders whose logs/cluster.log gets this process's log
         if scheduler is not None:
             self._client = self._connect(scheduler)
 
@@ -174,7 +175,7 @@ class Sweep:
         """The Dask client; the local cluster is started (or grown) here."""
         from distributed import Client, LocalCluster
 
-        from ._sweep_task import LogToFolder
+        from ._sweep_task import LOG_FORMAT, WorkerSetup
 
         if self._client is None:
             import dask
@@ -198,7 +199,15 @@ class Sweep:
             self._client = Client(self._cluster, set_as_default=False)
         elif self._cluster is not None and len(self._cluster.workers) < min(self.workers, pending):
             self._cluster.scale(min(self.workers, pending))
-        self._client.register_plugin(LogToFolder(folder))
+        self._client.register_plugin(WorkerSetup(folder, local=self._cluster is not None))
+        if self._cluster is not None and folder not in self._logged:  # scheduler and nannies
+            self._logged.add(folder)
+            handler = logging.FileHandler(os.path.join(folder, "logs", "cluster.log"))
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            logger = logging.getLogger("distributed")
+            logger.addHandler(handler)
+            self._stack.callback(handler.close)
+            self._stack.callback(logger.removeHandler, handler)
         return self._client
 
     def close(self) -> None:
@@ -210,7 +219,7 @@ class Sweep:
                 self._cluster.close(timeout=10)
         finally:
             self._client = self._cluster = None
-            self._stack.close()
+            self._stack.close()  # after the cluster: its closing is logged
 
     def run(self, fn, tasks, folder: str, *, shared=None, desc: str = "tasks") -> list:
         """Run every task of `tasks` whose part is not in `folder`; return all their results.

@@ -9,11 +9,14 @@ import dataclasses
 import logging
 import os
 import resource
+import signal
 import socket
 import time
 import traceback
 
 from distributed.diagnostics.plugin import WorkerPlugin
+
+LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,31 +105,29 @@ def execute(fn, task: dict, shared, key: str, folder: str, in_worker: bool, prog
     return out
 
 
-class LogToFolder(WorkerPlugin):
-    """Dask worker plugin: the worker's own log goes to `logs/worker-<name>.log`.
+class WorkerSetup(WorkerPlugin):
+    """Dask worker plugin: the worker's log goes to `logs/worker-<name>.log` of the run folder
+    (if the worker can see it), and a local cluster's workers ignore SIGINT.
 
-    Workers that cannot see the run folder (another machine without a shared file system)
-    keep their usual log.
+    Ctrl-C in a terminal signals the whole process group: the client alone handles it and
+    shuts its workers down, which would otherwise each print a KeyboardInterrupt. Workers of
+    a cluster started by the user (`--scheduler`) keep their signals.
     """
 
-    def __init__(self, folder: str):
-        self.folder = folder
-        self.name = f"gradflows-log:{folder}"
+    def __init__(self, folder: str, local: bool):
+        self.folder, self.local = folder, local
+        self.name = f"gradflows-setup:{folder}"
 
     def setup(self, worker):
+        if self.local:
+            with contextlib.suppress(ValueError):  # only possible in the main thread
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
         logs = os.path.join(self.folder, "logs")
         if not os.path.isdir(logs):
             return
         handler = logging.FileHandler(os.path.join(logs, f"worker-{worker.name}.log"))
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
         handler.setLevel(logging.INFO)
-        self._handler = handler
         logger = logging.getLogger("distributed")
         logger.addHandler(handler)
         logger.setLevel(min(logger.level or logging.INFO, logging.INFO))
-
-    def teardown(self, worker):
-        handler = getattr(self, "_handler", None)
-        if handler is not None:
-            logging.getLogger("distributed").removeHandler(handler)
-            handler.close()
