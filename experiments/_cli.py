@@ -10,7 +10,7 @@ from ._common import UsageError
 # name -> module; each module defines DESCRIPTION, add_arguments(parser) and run(args) -> int.
 EXPERIMENTS = {
     "lazy": "experiments.lazy",
-    "portrait": "experiments.portrait",
+    "portrait": "experiments.portraits",
     "balance": "experiments.balance",
 }
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from experiments import _cli
-from experiments._balance_plots import plot
+from experiments.balance import plot
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from experiments import _cli
 @pytest.fixture
 def cli(monkeypatch):
     # Only this experiment, so the test does not depend on the others being importable.
-    monkeypatch.setattr(_cli, "EXPERIMENTS", {"portrait": "experiments.portrait"})
+    monkeypatch.setattr(_cli, "EXPERIMENTS", {"portrait": "experiments.portraits"})
     return lambda *argv: _cli.main(["run", "portrait", *argv])
 
 
