@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -155,6 +156,14 @@ class Sweep:
     def __enter__(self):
         return self
 
+    def describe(self) -> str:
+        """Where the tasks run, in words (recorded with the results)."""
+        if self.scheduler is not None:
+            return f"Dask scheduler {self.scheduler}"
+        if self.workers == 0:
+            return "in-process (--workers 0)"
+        return f"Dask LocalCluster, {self.workers} worker processes, 1 thread each"
+
     def __exit__(self, *exc):
         self.close()
 
@@ -188,7 +197,11 @@ class Sweep:
                     }
                 )
             )
+            # One compilation cache for the local workers: what one worker compiled, the
+            # others load (the same executable, so the same bits) instead of compiling again.
+            cache = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="gradflows-"))
             self._cluster = LocalCluster(
+                env={"JAX_COMPILATION_CACHE_DIR": cache},
                 n_workers=min(self.workers, pending),
                 threads_per_worker=1,
                 processes=True,

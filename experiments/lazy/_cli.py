@@ -5,6 +5,7 @@ import json
 import math
 import os
 
+from .. import _sweep
 from .._common import UsageError
 
 DEFAULT_ALPHAS = [float(10 ** (k / 2)) for k in range(13)]  # 10^0 ... 10^6, half-decades
@@ -144,6 +145,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="continue an interrupted run in DIR; finished α are not computed again",
     )
     g.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _sweep.add_arguments(p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +168,8 @@ def _alphas(values) -> list[float]:
         out.append(a)
     if not out:
         raise UsageError("--alphas is empty: give at least one α > 0")
+    if len(set(out)) < len(out):
+        raise UsageError(f"--alphas: each α once, got {', '.join(f'{a:g}' for a in out)}")
     return out
 
 

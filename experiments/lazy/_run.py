@@ -7,12 +7,12 @@ import os
 
 import jax
 import numpy as np
-from tqdm.auto import tqdm
 
 import flows
 
+from .. import _sweep
 from .._common import UsageError, run_dir, write_json
-from ._alpha import LOSS, NON_SMOOTH, _finished, solve_alpha
+from ._alpha import LOSS, NON_SMOOTH, alpha_task, record_of
 from ._cli import _resumed, _settings, _stored_config
 from ._inputs import build_model, load_data, save_times
 from ._report import print_summary
@@ -21,7 +21,11 @@ from ._results import write_results
 
 def run(args) -> int:
     s = _settings(args)
-    progress = not args.no_progress
+    with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here, first
+        return _run(args, s, sweep)
+
+
+def _run(args, s, sweep) -> int:
     if args.resume is not None:
         if not os.path.isdir(args.resume):
             raise UsageError(f"--resume {args.resume!r}: no such folder")
@@ -91,26 +95,19 @@ def run(args) -> int:
         with open(os.path.join(folder, "config.json")) as f:
             config = json.load(f)
 
-    records = []
-    done = [_finished(folder, i) for i in range(len(s["alphas"]))]
-    bar = tqdm(
-        total=len(s["alphas"]),
-        initial=sum(r is not None for r in done),
-        desc="alpha sweep",
-        unit="alpha",
-        disable=not progress,
-    )
-    try:
-        for i, alpha in enumerate(s["alphas"]):
-            record = done[i]
-            if record is None:
-                record = solve_alpha(i, alpha, model, (X, Y), heldout, s, ts, folder, progress)
-                bar.update(1)
-            records.append(record)
-    finally:
-        bar.close()
-
-    write_results(folder, config, records, constants, s, t1)
+    shared = {"settings": s, "X": X, "Y": Y, "heldout": heldout, "ts": ts}
+    tasks = [{"alpha": alpha} for alpha in s["alphas"]]
+    results = sweep.run(alpha_task, tasks, folder, shared=shared, desc="alpha sweep")
+    records = [record_of(r) for r in results]
+    walls = [r.stats["wall_s"] for r in results if "wall_s" in r.stats]
+    info = {
+        "backend": sweep.describe(),
+        "tasks": len(tasks),
+        "task_wall_s_total": sum(walls),
+        "critical_path_s": max(walls, default=0.0),
+        "parts": "parts/<key>.json and .npz, key = task_key({'alpha': α})",
+    }
+    write_results(folder, config, records, [r.arrays for r in results], constants, s, t1, info)
     from ._plots import plot  # matplotlib only when drawing: `gradflows list` stays fast
 
     figures = plot(folder)

@@ -6,15 +6,17 @@ distance from w0 O(α⁻¹) below Theorem 2.2's bound √(T·R(αh(w0)))/α.
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from experiments import _data
 from experiments._cli import main
+from experiments._sweep import task_key
 
 TINY = ["--width", "8", "--n-train", "12", "--n-test", "6", "--t1", "0.5", "--n-times", "15"]
-TINY += ["--no-progress"]
+TINY += ["--no-progress", "--workers", "0"]  # tests/experiments/test_lazy_sweep.py: Dask
 SCHEMA_RUN = {
     "alpha",
     "sup_weight_gap",
@@ -89,17 +91,18 @@ def test_measurements_stay_below_theorem_bounds_and_rates_match_theory(doubled):
 
 def test_resume_recomputes_only_the_missing_alpha(doubled, tmp_path, capsys):
     folder = str(tmp_path / "resumed")
-    os.makedirs(folder)
-    for name in os.listdir(doubled):
-        if name.startswith(("alpha-", "config")) and not name.startswith("alpha-02"):
-            with open(os.path.join(doubled, name), "rb") as src:
-                with open(os.path.join(folder, name), "wb") as dst:
-                    dst.write(src.read())
-    kept = open(os.path.join(folder, "alpha-00.json")).read()
-    assert main(["run", "lazy", "--resume", folder, "--no-progress"]) == 0
-    assert open(os.path.join(folder, "alpha-00.json")).read() == kept  # not recomputed
-    new, old = _results(folder)["runs"][2], _results(doubled)["runs"][2]
-    assert new["sup_weight_gap"] == pytest.approx(old["sup_weight_gap"], rel=1e-12)
+    shutil.copytree(doubled, folder)
+    os.remove(os.path.join(folder, "results.json"))
+    missing = task_key({"alpha": 1000.0})
+    for ext in ("json", "npz"):
+        os.remove(os.path.join(folder, "parts", f"{missing}.{ext}"))
+    kept = os.path.join(folder, "parts", f"{task_key({'alpha': 10.0})}.json")
+    before = open(kept).read()
+    assert main(["run", "lazy", "--resume", folder, "--no-progress", "--workers", "0"]) == 0
+    assert open(kept).read() == before  # not recomputed
+    new, old = _results(folder)["runs"], _results(doubled)["runs"]
+    assert [r["task"]["resumed"] for r in new] == [True, True, False]
+    assert new[2]["sup_weight_gap"] == old[2]["sup_weight_gap"]  # same bits
     capsys.readouterr()
     assert main(["run", "lazy", "--resume", folder, "--width", "9"]) == 2
     err = capsys.readouterr().err.strip()
@@ -123,7 +126,7 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
     (run,) = _results(folder)["runs"]
     assert run["failed"] is True and "MaxStepsReached" in run["reason"]
     assert run["sup_weight_gap"] is None and _results(folder)["fits"]["weight_gap_slope"] is None
-    assert os.path.exists(os.path.join(folder, "alpha-00.json"))
+    assert os.path.exists(os.path.join(folder, "parts", f"{task_key({'alpha': 10.0})}.json"))
 
 
 def _write(path, text):
