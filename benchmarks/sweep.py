@@ -117,7 +117,7 @@ def main(argv=None) -> int:
             res = json.load(f)
         with open(os.path.join(a, "results.json")) as f:
             res0 = json.load(f)
-    from experiments._common import versions
+    from experiments._files import versions
 
     tasks = [(r["alpha"], r["wall_s"], r["task"]["worker"]) for r in res["runs"]]
     walls = [w for _, w, _ in tasks]

@@ -7,3 +7,27 @@
 Importing this package (or an experiment's package) is cheap: JAX, diffrax and matplotlib are
 imported only when an experiment runs or a portrait is drawn.
 """
+
+import importlib
+
+# Public data helpers, imported on first use (PEP 562): `gradflows list` imports this package.
+_PUBLIC = {
+    "digits_pair": "._data",
+    "teacher": "._data",
+    "constant_columns": "._data",
+    "table": "._tables",
+    "Table": "._tables",
+    "versions": "._files",
+    "write_json": "._files",
+    "write_npz": "._files",
+}
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_PUBLIC])

@@ -2,9 +2,9 @@
 
 A task is a JSON-able dict of settings (`{"alpha": 10.0}`, `{"width": 64, "seed": 3}`); its key
 is a hash of those settings (`task_key`). `Sweep.run(fn, tasks, folder)` calls
-`fn(task, shared, ctx) -> (record, arrays)` once per task whose part is not yet in
-`folder/parts/`, writes each result as its own part (`parts/<key>.npz`, then `parts/<key>.json`,
-each atomically: the JSON is written last and marks the part as finished), and returns the
+`fn(task, shared, ctx) -> (record, arrays)` once per task whose part is not yet in `folder`,
+writes each result as its own part (`part-<key>.npz`, then `part-<key>.json`, each
+atomically: the JSON is written last and marks the part as finished), and returns the
 results of all tasks, read back from their parts, in the order of `tasks`. An interrupted sweep
 keeps its parts; running it again on the same folder (`--resume`) skips them.
 
@@ -28,11 +28,13 @@ import json
 import logging
 import os
 import tempfile
+import time
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._common import UsageError, plain, write_json, write_npz
+from ._files import plain, write_json, write_npz
+from ._options import UsageError
 
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
 
@@ -80,8 +82,19 @@ class TaskResult:
 
 
 def _paths(folder: str, key: str) -> tuple[str, str]:
-    base = os.path.join(folder, "parts", key)
+    base = os.path.join(folder, f"part-{key}")
     return base + ".json", base + ".npz"
+
+
+def checkpoint_path(folder: str, key: str) -> str:
+    """Where task `key` may keep a mid-task checkpoint (`TaskContext.checkpoint`)."""
+    return os.path.join(folder, f"part-{key}.checkpoint.npz")
+
+
+def _log(folder: str, key: str, text: str) -> None:
+    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
+    with open(os.path.join(folder, "logs", f"{key}.log"), "a") as f:
+        f.write(text)
 
 
 def _load_part(folder: str, key: str, task: dict) -> TaskResult | None:
@@ -105,8 +118,7 @@ def _write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> 
     path_json, path_npz = _paths(folder, key)
     stats = {**out["stats"], "attempts": attempts}
     if "error" in out:
-        with open(os.path.join(folder, "logs", f"{key}.log"), "a") as f:
-            f.write(out["traceback"])
+        _log(folder, key, out["traceback"])
         return TaskResult(key, task, None, {}, stats, error=out["error"])
     arrays = {name: np.asarray(a) for name, a in out["arrays"].items()}
     try:
@@ -116,9 +128,8 @@ def _write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> 
                                "arrays": sorted(arrays), "stats": stats})  # fmt: skip
     except ValueError as e:  # a NaN in the record is never written as data
         return TaskResult(key, task, None, {}, stats, error=f"cannot write its part: {e}")
-    checkpoint = os.path.join(folder, "parts", f".{key}.checkpoint.npz")
-    if os.path.exists(checkpoint):
-        os.remove(checkpoint)
+    if os.path.exists(checkpoint_path(folder, key)):
+        os.remove(checkpoint_path(folder, key))
     return dataclasses.replace(_load_part(folder, key, task), resumed=False)
 
 
@@ -234,7 +245,7 @@ class Sweep:
             self._client = self._cluster = None
             self._stack.close()  # after the cluster: its closing is logged
 
-    def run(self, fn, tasks, folder: str, *, shared=None, desc: str = "tasks") -> list:
+    def run(self, fn, tasks, folder, *, shared=None, desc="tasks", check=None, on_result=None):
         """Run every task of `tasks` whose part is not in `folder`; return all their results.
 
         **Arguments:**
@@ -242,15 +253,19 @@ class Sweep:
           import it); `record` a JSON-able dict (no NaN/inf), `arrays` a dict of arrays or
           None; `ctx` a `TaskContext`. An exception it raises fails that task only.
         - `tasks`: JSON-able dicts of settings, distinct; run in this order as workers free up.
-        - `folder`: the run folder; parts go to `parts/`, logs to `logs/`.
+        - `folder`: the run folder: parts `part-<key>.json` (and `.npz`), logs in `logs/`.
         - `shared`: one object passed to every task (sent with each, so keep it small:
           arrays of data, settings; build models inside `fn`).
         - `desc`: the progress bar's label.
+        - `check`: called between tasks in-process and every 0.1 s while tasks run on a
+          cluster; what it raises (an interrupt) stops the sweep: running tasks are cancelled,
+          finished parts stay.
+        - `on_result`: called with each `TaskResult` as it is known (resumed ones first).
 
         **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
 
-        **Raises:** ValueError if two tasks have the same settings. KeyboardInterrupt passes
-        through after the running tasks are cancelled; finished parts stay.
+        **Raises:** ValueError if two tasks have the same settings; whatever `check` raises;
+        KeyboardInterrupt passes through likewise.
         """
         tasks = [dict(t) for t in tasks]
         keys = [task_key(t) for t in tasks]
@@ -262,10 +277,14 @@ class Sweep:
                 seen.add(k)
             raise ValueError(f"tasks must be distinct; repeated: {repeated}")
         folder = os.path.abspath(folder)
-        for sub in ("parts", "logs"):
-            os.makedirs(os.path.join(folder, sub), exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         results = [_load_part(folder, k, t) for k, t in zip(keys, tasks)]
         pending = [i for i, r in enumerate(results) if r is None]
+        check = check or (lambda: None)
+        on_result = on_result or (lambda result: None)
+        for r in results:
+            if r is not None:
+                on_result(r)
         bar = tqdm(
             total=len(tasks),
             initial=len(tasks) - len(pending),
@@ -273,55 +292,48 @@ class Sweep:
             unit="task",
             disable=not self.progress,
         )
+
+        def done(i, out, attempts):
+            if "stats" in out:
+                results[i] = _write_part(folder, keys[i], tasks[i], out, attempts)
+                bar.set_postfix_str(f"last {results[i].stats['wall_s']:.1f} s", refresh=False)
+            else:  # no worker finished it
+                error = out["error"]
+                _log(folder, keys[i], error + "\n")
+                results[i] = TaskResult(keys[i], tasks[i], None, {}, {"attempts": attempts}, error)
+            bar.update(1)
+            if results[i].failed:
+                tqdm.write(f"task {tasks[i]} failed: {results[i].error} (logs/{keys[i]}.log)")
+            on_result(results[i])
+
         try:
             if pending and self.scheduler is None and self.workers == 0:
-                for i in pending:
-                    from ._sweep_task import execute
+                from ._sweep_task import execute
 
-                    out = execute(fn, tasks[i], shared, keys[i], folder, False, self.progress)
-                    results[i] = self._done(folder, keys[i], tasks[i], out, 1, bar)
+                for i in pending:
+                    check()
+                    done(i, execute(fn, tasks[i], shared, keys[i], folder, False, self.progress), 1)
             elif pending:
-                self._run_dask(fn, tasks, keys, shared, folder, pending, results, bar)
+                self._run_dask(fn, tasks, keys, shared, folder, pending, done, check)
         finally:
             bar.close()
         return results
 
-    @staticmethod
-    def _done(folder, key, task, out, attempts, bar) -> TaskResult:
-        result = _write_part(folder, key, task, out, attempts)
-        bar.update(1)
-        bar.set_postfix_str(f"last {result.stats['wall_s']:.1f} s", refresh=True)
-        if result.failed:
-            tqdm.write(f"task {task} failed: {result.error} (log: logs/{key}.log)")
-        return result
-
-    def _run_dask(self, fn, tasks, keys, shared, folder, pending, results, bar) -> None:
-        from distributed import as_completed
+    def _run_dask(self, fn, tasks, keys, shared, folder, pending, done, check) -> None:
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 
         from ._sweep_task import execute
 
+        os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
         client = self._client_for(len(pending), folder)
         queue = collections.deque(pending)
         running = {}  # future -> (task index, attempt)
-        done = as_completed(loop=client.loop)
 
         def submit(i, attempt):
-            future = client.submit(
-                execute,
-                fn,
-                tasks[i],
-                shared,
-                keys[i],
-                folder,
-                True,
-                self.progress,
-                key=f"task-{keys[i]}-{attempt}",
-                pure=False,
-            )
+            args = (fn, tasks[i], shared, keys[i], folder, True, self.progress)
+            future = client.submit(execute, *args, key=f"task-{keys[i]}-{attempt}", pure=False)
             running[future] = (i, attempt)
-            done.add(future)
 
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)
@@ -331,38 +343,36 @@ class Sweep:
 
         try:
             fill()
-            for future in done:
-                i, attempt = running.pop(future)
-                key, task = keys[i], tasks[i]
-                try:
-                    out = future.result()
-                except KilledWorker as e:
-                    if attempt == 1:
-                        checkpoint = os.path.join(folder, "parts", f".{key}.checkpoint.npz")
-                        if os.path.exists(checkpoint):  # the retry starts from scratch
-                            os.remove(checkpoint)
-                        tqdm.write(f"task {task}: its worker died; retrying on another worker")
-                        submit(i, 2)
-                        continue
-                    out = {"error": f"its worker died twice while running it ({e})"}
-                except (FutureCancelledError, OSError, RuntimeError) as e:
-                    out = {"error": f"lost by the cluster ({type(e).__name__}: {e})"}
-                finally:
-                    future.release()
-                if "stats" not in out:  # no worker finished it
-                    results[i] = TaskResult(key, task, None, {}, {"attempts": attempt},
-                                            error=out["error"])  # fmt: skip
-                    bar.update(1)
-                    tqdm.write(f"task {task} failed: {out['error']}")
-                else:
-                    results[i] = self._done(folder, key, task, out, attempt, bar)
+            while running:
+                check()
+                finished = [f for f in running if f.done()]
+                if not finished:
+                    time.sleep(0.1)
+                    continue
+                for future in finished:
+                    i, attempt = running.pop(future)
+                    try:
+                        out = future.result()
+                    except KilledWorker as e:
+                        if attempt == 1:
+                            if os.path.exists(checkpoint_path(folder, keys[i])):
+                                os.remove(checkpoint_path(folder, keys[i]))  # start afresh
+                            tqdm.write(f"task {tasks[i]}: its worker died; retrying it")
+                            submit(i, 2)
+                            continue
+                        out = {"error": f"its worker died twice while running it ({e})"}
+                    except (FutureCancelledError, OSError, RuntimeError) as e:
+                        out = {"error": f"lost by the cluster ({type(e).__name__}: {e})"}
+                    finally:
+                        future.release()
+                    done(i, out, attempt)
                 fill()
         except BaseException:
             client.cancel(list(running), force=True)
             raise
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_sweep_options(parser: argparse.ArgumentParser) -> None:
     """The `--workers` and `--scheduler` options of every sweeping experiment."""
     g = parser.add_argument_group("parallel (Dask)")
     g.add_argument(

@@ -73,8 +73,9 @@ def execute(fn, task: dict, shared, key: str, folder: str, in_worker: bool, prog
     `stats` (wall_s, cpu_s, peak_rss_bytes, peak_rss_method, worker, host, pid).
     """
     visible = os.path.isdir(folder)
-    checkpoint = os.path.join(folder, "parts", f".{key}.checkpoint.npz") if visible else None
-    log_path = os.path.join(folder, "logs", f"{key}.log") if visible and in_worker else None
+    checkpoint = os.path.join(folder, f"part-{key}.checkpoint.npz") if visible else None
+    logs = os.path.join(folder, "logs")
+    log_path = os.path.join(logs, f"{key}.log") if in_worker and os.path.isdir(logs) else None
     ctx = TaskContext(key=key, checkpoint=checkpoint, progress=progress)
     method = _reset_peak_rss()
     wall0, cpu0 = time.perf_counter(), time.process_time()

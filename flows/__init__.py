@@ -12,6 +12,11 @@ from ._gd import gradient_descent as gradient_descent  # noqa: E402
 from ._integrate import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._lazy import LazyComparison as LazyComparison  # noqa: E402
 from ._lazy import lazy_comparison as lazy_comparison  # noqa: E402
+from ._lazy_rules import LAZY_NODES as LAZY_NODES  # noqa: E402
+from ._lazy_rules import LAZY_REMAINDER_ALPHA as LAZY_REMAINDER_ALPHA  # noqa: E402
+from ._lazy_rules import lazy_horizon as lazy_horizon  # noqa: E402
+from ._lazy_rules import lazy_remainder_rule as lazy_remainder_rule  # noqa: E402
+from ._lazy_rules import lazy_save_times as lazy_save_times  # noqa: E402
 from ._losses import ExponentialLoss as ExponentialLoss  # noqa: E402
 from ._losses import LogisticLoss as LogisticLoss  # noqa: E402
 from ._losses import SquaredLoss as SquaredLoss  # noqa: E402
@@ -29,7 +34,9 @@ from ._observables import neuron_balancedness as neuron_balancedness  # noqa: E4
 from ._observables import normalised_margin as normalised_margin  # noqa: E402
 from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
 from ._observables import stable_rank as stable_rank  # noqa: E402
+from ._settings import SolveSettings as SolveSettings  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
+from ._stats import SolveStats as SolveStats  # noqa: E402
 from ._theory import LazyConstants as LazyConstants  # noqa: E402
 from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402
 from ._theory import late_rate as late_rate  # noqa: E402

@@ -32,16 +32,3 @@ def check_ts(ts, t1: float) -> np.ndarray:
     if ts[0] < 0 or ts[-1] > t1:
         raise ValueError(f"ts must lie in [0, t1={t1}], got [{ts[0]}, {ts[-1]}]")
     return ts
-
-
-def check_solve_settings(rtol, atol, chunks, max_steps) -> None:
-    """Tolerances a float64 solve can meet, and positive counts."""
-    rtol, atol = float(rtol), float(atol)
-    if not (np.isfinite(rtol) and 1e-14 <= rtol < 1):
-        raise ValueError(f"rtol must lie in [1e-14, 1) (float64 cannot do better), got {rtol}")
-    if not (np.isfinite(atol) and atol >= 0):
-        raise ValueError(f"atol must be finite and >= 0, got {atol}")
-    if int(chunks) < 1:
-        raise ValueError(f"chunks must be >= 1, got {chunks}")
-    if int(max_steps) < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps}")

@@ -10,10 +10,10 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_solve_settings, check_ts
+from ._checks import check_finite, check_positive, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
-from ._solvers import check_solver
+from ._settings import SolveSettings, resolve_settings
 from ._times import log_times
 
 
@@ -27,9 +27,10 @@ class Trajectory:
       unchanged, without that axis), or `None` when `save_params=False`.
     - `loss`: shape `(T,)`.
     - `observables`: `{name: array}` with leading axis T.
-    - `stats`: steps (accepted, rejected), gradient evaluations, chunks, the solvers used and
-      the result code.
-    - `config`: solver, tolerances and budget used.
+    - `stats`: `SolveStats` as a dict: steps (accepted, rejected), gradient and
+      Hessian-vector evaluations, chunks, the solvers used and the result code.
+    - `config`: `SolveSettings.to_dict()` of the settings used, and `t1` (gradient
+      descent: `solver="gradient_descent"`, `eta`, `t1`).
     """
 
     ts: np.ndarray
@@ -81,18 +82,13 @@ def gradient_flow(
     params0: Any,
     t1: float,
     *,
+    settings: SolveSettings | None = None,
     ts=None,
-    solver: str = "auto",
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    max_steps: int = 100_000,
     observables: dict | None = None,
     save_params: bool = True,
-    chunks: int = 20,
-    stiff_steps: int = 200,
-    stiff_horizon: float = 1e4,
     progress: bool = False,
     checkpoint: str | None = None,
+    **overrides,
 ) -> Trajectory:
     """Integrate the gradient flow dθ/dt = −∇loss(θ) from θ(0) = `params0` to t = `t1`.
 
@@ -104,19 +100,20 @@ def gradient_flow(
     - `t1`: final flow time, > 0.
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
-    - `solver`: "tsit5", "dopri5", "dopri8" (explicit), "kvaerno5" (implicit, matrix-free
-      Newton–GMRES) or "auto". **Rule of "auto":** estimate ρ = λ_max of the Hessian at
-      `params0` (20 power iterations of Hessian-vector products); if ρ·t1 > `stiff_horizon`
-      (an explicit solver would need over ~ρ·t1/3.3 steps near a minimum of that curvature),
-      use Kvaerno5 with Newton–GMRES throughout. Otherwise use Tsit5, and from the first chunk
-      that needs more than `stiff_steps` steps go on with Kvaerno5 from the time reached.
-      Stiff squared-loss flows thus reach t = 10⁶ in ~10² steps; non-stiff ones stay explicit.
-    - `rtol`, `atol`: tolerances of diffrax's PID step-size controller (and of GMRES).
-    - `max_steps`: budget of solver steps (accepted + rejected) for the whole solve.
+    - `settings`: a `SolveSettings` (solver, rtol, atol, max_steps, chunks, stiff_steps,
+      stiff_horizon); default `SolveSettings()`. **Rule of `solver="auto"`:** estimate
+      ρ = λ_max of the Hessian at `params0` (20 power iterations of Hessian-vector products);
+      if ρ·t1 > `stiff_horizon` (an explicit solver would need over ~ρ·t1/3.3 steps near a
+      minimum of that curvature), use Kvaerno5 with Newton–GMRES throughout. Otherwise use
+      Tsit5, and from the first chunk that needs more than `stiff_steps` steps go on with
+      Kvaerno5 from the time reached. Stiff squared-loss flows thus reach t = 10⁶ in ~10²
+      steps; non-stiff ones stay explicit. `max_steps` bounds the steps of the whole solve.
+    - `**overrides`: any field of `SolveSettings` by name, replacing that field of
+      `settings`: `gradient_flow(loss, p, t1, rtol=1e-8)` is
+      `gradient_flow(loss, p, t1, settings=SolveSettings(rtol=1e-8))`.
     - `observables`: `{name: fn(params) -> array}` recorded at every save time, so long runs
       need not keep every weight.
     - `save_params`: keep the trainable parameters at every save time.
-    - `chunks`: number of diffrax calls; solver and controller state pass between them.
     - `progress`: show a tqdm bar over chunks, with the time reached.
     - `checkpoint`: path of an `.npz` written atomically after each chunk; if it exists when
       the call starts, the solve resumes from it (the step size is re-estimated).
@@ -125,14 +122,14 @@ def gradient_flow(
 
     **Raises:**
     - `ValueError` naming the argument: `t1` ≤ 0 or non-finite, `ts` unsorted or outside
-      [0, t1], non-finite `params0`, unknown `solver`.
+      [0, t1], non-finite `params0`, a setting out of range (see `SolveSettings`).
+    - `TypeError` for a keyword that is neither an argument nor a setting.
     - `FloatingPointError` with the time reached, if the trajectory becomes non-finite.
     - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
     """
     t1 = check_positive("t1", t1)
     ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    check_solver(solver)
-    check_solve_settings(rtol, atol, chunks, max_steps)
+    settings = resolve_settings(settings, overrides)
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")
@@ -146,13 +143,7 @@ def gradient_flow(
         spec.ravel(trainable),
         ts,
         _Recorder(loss, obs, save_params, static, spec),
-        solver=solver,
-        rtol=rtol,
-        atol=atol,
-        max_steps=int(max_steps),
-        chunks=chunks,
-        stiff_steps=stiff_steps,
-        stiff_horizon=stiff_horizon,
+        settings,
         progress=progress,
         desc="gradient flow",
         checkpoint=checkpoint,
@@ -161,15 +152,5 @@ def gradient_flow(
     if save_params:
         params = eqx.combine(jax.vmap(spec.unravel)(saved["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
-    config = {
-        "solver": solver,
-        "rtol": rtol,
-        "atol": atol,
-        "max_steps": int(max_steps),
-        "chunks": chunks,
-        "stiff_steps": stiff_steps,
-        "t1": t1,
-    }
-    return Trajectory(
-        ts, params, saved["loss"], saved["observables"], dataclasses.asdict(stats), config
-    )
+    config = {**settings.to_dict(), "t1": t1}
+    return Trajectory(ts, params, saved["loss"], saved["observables"], stats.to_dict(), config)

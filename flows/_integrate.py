@@ -4,7 +4,6 @@ This is the only place that calls `diffrax.diffeqsolve`. Chunks give a progress 
 checkpoints that survive an interruption, and the stiffness switch of `solver="auto"`.
 """
 
-import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -19,7 +18,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._controller import step_memory_pid
+from ._settings import SolveSettings
 from ._solvers import EVALS_PER_STEP, IMPLICIT, make_solver
+from ._stats import SolveStats
 
 _EVALS = [0]  # vector-field evaluations
 _JVPS = [0]  # Jacobian-vector products through the vector field
@@ -71,30 +72,6 @@ _MORE_STEPS = (
     "increase `max_steps` or loosen `rtol`/`atol`; for a stiff flow use solver='kvaerno5'; "
     "a non-smooth objective (ReLU kinks) chatters and needs many steps with any solver"
 )
-
-
-@dataclasses.dataclass
-class SolveStats:
-    """Counters of one chunked solve (a plain dict via `dataclasses.asdict`).
-
-    `grad_evals` counts vector-field evaluations (gradients, for a gradient flow). For
-    implicit solvers it is counted exactly, and `jvp_evals` counts the Jacobian-vector
-    products (Hessian-vector products) of Newton–GMRES, each costing about 2 gradients. For
-    explicit solvers `grad_evals` is computed as (new stages per step) × steps + 2 per
-    initial step selection, which matches an exact count to within 1% (Tsit5: 6 new stages
-    per step, first-same-as-last), and `jvp_evals` is 0.
-    """
-
-    num_steps: int = 0
-    num_accepted_steps: int = 0
-    num_rejected_steps: int = 0
-    grad_evals: int = 0
-    jvp_evals: int = 0
-    chunks: int = 0
-    solvers: list = dataclasses.field(default_factory=list)
-    switched_to_implicit_at: float | None = None
-    stiffness: float | None = None
-    result: str = "successful"
 
 
 @eqx.filter_jit
@@ -193,14 +170,8 @@ def integrate(
     y0: Any,
     ts: np.ndarray,
     save: Callable,
+    settings: SolveSettings,
     *,
-    solver: str,
-    rtol: float,
-    atol: float,
-    max_steps: int,
-    chunks: int,
-    stiff_steps: int,
-    stiff_horizon: float = 1e4,
     progress: bool,
     desc: str = "flow",
     checkpoint: str | None = None,
@@ -210,7 +181,7 @@ def integrate(
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.
 
-    `solver="auto"` starts with Kvaerno5 (implicit) when ρ·t1 > `stiff_horizon`, ρ being the
+    `settings.solver="auto"` starts with Kvaerno5 (implicit) when ρ·t1 > `stiff_horizon`, ρ the
     spectral radius of ∂field/∂y at y0 (an explicit solver would need more than ~ρ·t1/3.3
     steps); otherwise with Tsit5, which gives way to Kvaerno5, keeping the progress made, in
     the first chunk that needs more than `stiff_steps` steps.
@@ -218,7 +189,9 @@ def integrate(
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
     `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached.
     """
-    n_chunks = max(1, min(int(chunks), len(ts)))
+    solver, rtol, atol = settings.solver, settings.rtol, settings.atol
+    max_steps, stiff_steps = settings.max_steps, settings.stiff_steps
+    n_chunks = max(1, min(settings.chunks, len(ts)))
     groups = np.array_split(np.arange(len(ts)), n_chunks)
     k = max(len(g) for g in groups)
     stats = SolveStats()
@@ -229,7 +202,7 @@ def integrate(
     phase = solver
     if solver == "auto":
         stats.stiffness = float(_spectral_radius(field, y0)) * float(ts[-1])
-        phase = "kvaerno5" if stats.stiffness > stiff_horizon else "tsit5"
+        phase = "kvaerno5" if stats.stiffness > settings.stiff_horizon else "tsit5"
     t_start, y, state, done = 0.0, y0, None, 0
     if checkpoint is not None and os.path.exists(checkpoint):
         with np.load(checkpoint, allow_pickle=False) as ck:

@@ -37,9 +37,3 @@ def make_solver(name: str, rtol: float, atol: float):
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
-
-
-def check_solver(name) -> str:
-    if name not in NAMES:
-        raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
-    return name

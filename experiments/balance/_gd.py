@@ -7,7 +7,8 @@ from tqdm.auto import tqdm
 
 import flows
 
-from .._common import UsageError, write_npz
+from .._files import write_npz
+from .._options import UsageError
 from ._problem import _flat
 
 
@@ -23,6 +24,7 @@ def _gd_part(problem, s, out, record) -> None:
                 T,
                 eta=eta,
                 ts=flows.log_times(T, max(2, s["n_save"] // 2), t_min=eta),
+                max_steps=max(1, round(T / eta)),
                 observables=problem.drift_observables,
                 save_params=False,
                 progress=True,

@@ -10,7 +10,8 @@ from tqdm.auto import tqdm
 import flows
 import models
 
-from .._common import write_npz
+from .._files import write_npz
+from .._options import solve_settings
 from ._problem import _stats
 
 ACTIVATIONS = ("relu", "leaky_relu", "abs")
@@ -58,10 +59,12 @@ def _homogeneous_part(problem, s, out, record) -> None:
                     net0,
                     T,
                     ts=np.linspace(0.0, T, 41),
-                    solver=s["solver"]["homogeneous"],
-                    rtol=rtol,
-                    atol=s["atol_over_rtol"] * rtol,
-                    max_steps=budget,
+                    settings=solve_settings(
+                        solver=s["solver"]["homogeneous"],
+                        rtol=rtol,
+                        atol=s["atol_over_rtol"] * rtol,
+                        max_steps=budget,
+                    ),
                     observables={"neuron": flows.neuron_balancedness},
                     save_params=False,
                     progress=True,

@@ -12,18 +12,16 @@ import numpy as np
 import flows
 import models
 
-from .._common import UsageError, write_npz
-from .._data import digits_pair
+from .._data import digits_table
+from .._files import write_npz
+from .._options import UsageError, solve_settings
 
 
 class _Problem:
     """Data, initialisation and objectives, built once (one compilation per objective)."""
 
     def __init__(self, s: dict):
-        try:
-            X, y, _, _ = digits_pair(s["classes"], n_train=s["n_train"], n_test=0, seed=s["seed"])
-        except ValueError as e:
-            raise UsageError(f"--classes/--n-train: {e}") from None
+        X, y = digits_table(s["classes"], s["n_train"], 0, s["seed"])[:2]
         if not flows.is_linearly_separable(X, y):
             raise UsageError(
                 f"--classes {s['classes']}: the {len(y)} training points are not "
@@ -86,10 +84,9 @@ def _flow(problem, loss, t1, s, out, tag, *, rtol, solver, observables):
             problem.net0,
             t1,
             ts=ts,
-            solver=solver,
-            rtol=rtol,
-            atol=s["atol_over_rtol"] * rtol,
-            max_steps=s["max_steps"],
+            settings=solve_settings(
+                solver=solver, rtol=rtol, atol=s["atol_over_rtol"] * rtol, max_steps=s["max_steps"]
+            ),
             observables=observables,
             save_params=False,
             progress=True,

@@ -1,11 +1,19 @@
-"""The balance run: settings, problem, each part in turn, figures, summary."""
+"""The balance run: settings, problem, each part in turn, figures, summary.
 
+results.json is rewritten after every finished flow (so it only names files that exist);
+`finished_parts` lists the parts that are complete. `--resume DIR` skips those and reruns the
+others, the interrupted flow going on from its checkpoint.
+"""
+
+import json
 import os
 
 from tqdm.auto import tqdm
 
-from .._common import run_dir, versions, write_json
-from ._cli import _settings
+from .. import _interrupt
+from .._files import versions, write_json
+from .._run_folder import RunFolder
+from ._cli import settings
 from ._gd import _gd_part
 from ._homogeneous import _homogeneous_part
 from ._logistic import _logistic_part
@@ -21,13 +29,24 @@ _PART_FUNCTIONS = {
 }
 
 
-def run(args) -> int:
-    from ._plots import plot
+def _previous_results(folder: RunFolder) -> dict:
+    path = folder.file("results.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
-    s = _settings(args)
+
+def run(args) -> int:
+    folder = RunFolder.choose("balance", args.out, args.resume)
+    if folder.resumed:
+        config = folder.stored_config()
+        s = config["settings"]
+    else:
+        s = settings(args)
     problem = _Problem(s)
-    out = run_dir(args.out, "balance")
     s["dims"] = problem.dims
+    _interrupt.watch(folder)
     data = {
         "source": "sklearn.datasets.load_digits (bundled)",
         "classes": s["classes"],
@@ -41,20 +60,40 @@ def run(args) -> int:
             **problem.svm.solver,
         },
     }
-    config = {"experiment": "balance", "settings": s, "data": data, "versions": versions()}
-    write_json(os.path.join(out, "config.json"), config)
-    results = {**config}
+    if not folder.resumed:
+        config = {"experiment": "balance", "settings": s, "data": data, "versions": versions()}
+        folder.start(config)
+    results = {**config, "finished_parts": [], **_previous_results(folder), "complete": False}
     tqdm.write(
         f"digits {s['classes']}: {len(problem.y_np)} points, separable through the "
-        f"origin, SVM margin {problem.svm.margin:.4g}; dims {problem.dims}; run folder {out}"
+        f"origin, SVM margin {problem.svm.margin:.4g}; dims {problem.dims}; run folder "
+        f"{folder.path}"
     )
     for part in s["parts"]:
+        if part in results["finished_parts"]:
+            continue
 
-        def record(value, part=part):  # after every run: finished work survives interruption
+        def record(value, part=part):  # after every flow: finished work survives interruption
             results[part] = value
-            write_json(os.path.join(out, "results.json"), results)
+            write_json(folder.file("results.json"), results)
+            folder.kept = _kept(results, s, partial=part)
+            _interrupt.check()
 
-        _PART_FUNCTIONS[part](problem, s, out, record)
-    figures = plot(out)
+        _PART_FUNCTIONS[part](problem, s, folder.path, record)
+        results["finished_parts"].append(part)
+        folder.kept = _kept(results, s)
+    results["complete"] = True
+    write_json(folder.file("results.json"), results)
+    from ._plots import plot  # matplotlib only when drawing
+
+    figures = plot(folder.path)
     _summary(results, figures)
     return 0
+
+
+def _kept(results, s, partial=None) -> str:
+    done = results["finished_parts"]
+    text = f"{len(done)} of {len(s['parts'])} parts finished ({', '.join(done) or 'none'})"
+    if partial is not None and partial not in done:
+        text += f" and the finished flows of part {partial}"
+    return text

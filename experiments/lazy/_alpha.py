@@ -2,6 +2,7 @@
 
 import flows
 
+from .._options import solve_settings
 from ._inputs import build_model
 
 LOSS = flows.SquaredLoss("sum")  # R(y) = ½‖y − y*‖²: m = M = 1, κ = 1
@@ -18,6 +19,18 @@ SERIES = (
 )
 
 
+def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
+    """`flows.late_rate` and, when it is None, why."""
+    rate = flows.late_rate(ts, residual, start=window, floor=floor)
+    if rate is not None:
+        return rate, None
+    return None, (
+        f"fewer than 3 save times in the window t >= {window:.4g} have a residual above "
+        f"{floor:.3g} (1e3·rtol times the initial residual): the loss reached round-off "
+        "earlier, so there is no late slope to fit"
+    )
+
+
 def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """Integrate one α = `task["alpha"]`; return its record and its arrays over time.
 
@@ -28,7 +41,7 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """
     s, ts, alpha = shared["settings"], shared["ts"], task["alpha"]
     model = build_model(s, shared["X"].shape[1])
-    remainder = bool(alpha > s["remainder_alpha"])
+    remainder = flows.lazy_remainder_rule(alpha)
     record = {"alpha": alpha, "form": "remainder" if remainder else "direct"}
     try:
         res = flows.lazy_comparison(
@@ -39,10 +52,9 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
             loss=LOSS,
             heldout=shared["heldout"],
             ts=ts,
-            solver=s["solver"],
-            rtol=s["rtol"],
-            atol=s["atol"],
-            max_steps=s["max_steps"],
+            settings=solve_settings(
+                solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"]
+            ),
             remainder=remainder,
             nodes=s["nodes"],
             progress=ctx.progress,
@@ -54,6 +66,8 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     arrays = {k: getattr(res, k) for k in SERIES if getattr(res, k) is not None}
     window = (1 - s["rate_window"]) * ts[-1]
     floor = 1e3 * s["rtol"] * res.residual[0]
+    rate, rate_note = _rate(ts, res.residual, window, floor)
+    rate_linearized, rate_linearized_note = _rate(ts, res.residual_linearized, window, floor)
     record.update(
         failed=False,
         sup_weight_gap=res.weight_gap.max(),
@@ -65,8 +79,10 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
         final_loss=res.loss[-1],
         final_loss_linearized=res.loss_linearized[-1],
         loss_fall=res.loss[0] / res.loss[-1] if res.loss[-1] > 0 else None,
-        rate=flows.late_rate(ts, res.residual, start=window, floor=floor),
-        rate_linearized=flows.late_rate(ts, res.residual_linearized, start=window, floor=floor),
+        rate=rate,
+        rate_note=rate_note,
+        rate_linearized=rate_linearized,
+        rate_linearized_note=rate_linearized_note,
         steps=res.stats["num_steps"],
         solvers=res.stats["solvers"],
     )

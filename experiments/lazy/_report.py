@@ -3,8 +3,6 @@
 import json
 import os
 
-import numpy as np
-
 
 def _fmt(x, spec=".3e"):
     if x is None:
@@ -43,32 +41,62 @@ def print_summary(folder: str, figures) -> None:
             print(f"{r['alpha']:>11.3g} failed: {r['reason']}")
         else:
             print(" ".join(f"{_fmt(r.get(k), spec):>11}" for _, k, spec in COLUMNS))
+    print(f"data: {res['config'].get('data_description', res['config']['data'])}")
+    print(_slopes(fits, th))
+    print(
+        f"lambda_min(Sigma) = {th['lambda_min']:.4g}, lambda_max = {th['lambda_max']:.4g}"
+        + (
+            f", Thm 2.4 rate m*sigma_min^2/4 = {th['theorem_2_4_rate']:.4g}"
+            if th.get("theory_applies", True)
+            else ""
+        )
+    )
+    print(_late_rate(res, fits, th))
+    print(_constants(th))
+    drawn = ", ".join(os.path.basename(p) for p in figures) or "no figures (no α finished)"
+    print(f"wrote {folder}/: results.json, trajectories.npz, {drawn}")
+
+
+def _slopes(fits, th) -> str:
+    if not fits.get("n_alphas_fitted"):
+        return f"log-log slopes over alpha: not fitted ({fits['fit_note']})"
     exp = th["expected_slopes"]
-    print("log-log slopes over alpha (measured / expected):")
+    head = f"log-log slopes over alpha ({fits['n_alphas_fitted']} finished α; measured"
+    lines = [head + (" / expected):" if exp else "; no theory for this activation):")]
     for key, name in (
         ("weight_gap", "weight gap"),
         ("output_gap", "output gap"),
         ("heldout_output_gap", "held-out gap"),
         ("distance", "distance"),
     ):
-        print(f"  {name:13s} {_fmt(fits[key + '_slope'], '+.3f')} / {exp[key]:+d}")
-    rates = [r["rate"] for r in res["runs"] if not r["failed"] and r["rate"] is not None]
-    print(
-        f"lambda_min(Sigma) = {th['lambda_min']:.4g}, lambda_max = {th['lambda_max']:.4g}, "
-        f"Thm 2.4 rate m*sigma_min^2/4 = {th['theorem_2_4_rate']:.4g}"
+        expected = f" / {exp[key]:+d}" if exp else ""
+        lines.append(f"  {name:13s} {_fmt(fits[key + '_slope'], '+.3f')}{expected}")
+    return "\n".join(lines)
+
+
+def _late_rate(res, fits, th) -> str:
+    med = fits.get("late_rate_median")
+    if med is None:
+        notes = {r["rate_note"] for r in res["runs"] if not r["failed"] and r.get("rate_note")}
+        why = next(iter(notes), "no finished α >= 10")
+        return f"late rate: none over α >= 10 ({why})"
+    line = f"late rate (median over {len(fits['late_rate_alphas'])} finished α >= 10) = {med:.4g}"
+    if th["lambda_min"] > 0:
+        line += f" = {med / th['lambda_min']:.3f} lambda_min"
+    if th.get("theory_applies", True) and th["theorem_2_4_rate"] > 0:
+        line += f" = {med / th['theorem_2_4_rate']:.3f} x the theorem's rate"
+    return line
+
+
+def _constants(th) -> str:
+    if not th.get("theory_applies", True):
+        return f"Thm 2.4: not applicable ({th['theory_note']})"
+    if th.get("C0") is None:
+        return f"Thm 2.4: C0 not computed ({th.get('lip_method')})"
+    if th.get("alpha_min") is None:
+        reason = th.get("alpha_min_note") or th.get("alpha_min_reason") or "C0 = 0"
+        return f"Thm 2.4: C0 = {th['C0']:.3g}; alpha_min unavailable ({reason})"
+    return (
+        f"Thm 2.4: Lip(Dh) ~ {th['lip_jacobian']:.4g} (lower estimate), C0 = {th['C0']:.3g},"
+        f" conditions hold for alpha > {th['alpha_min']:.3g}"
     )
-    if rates and th["lambda_min"] > 0 and th["theorem_2_4_rate"] > 0:
-        med = float(np.median(rates))
-        print(
-            f"late rate (median over alpha) = {med:.4g} = {med / th['lambda_min']:.3f} lambda_min"
-            f" = {med / th['theorem_2_4_rate']:.3f} x the theorem's rate"
-        )
-    if th["C0"] is not None:
-        print(
-            f"Thm 2.4: Lip(Dh) ~ {th['lip_jacobian']:.4g} (lower estimate), C0 = {th['C0']:.3g},"
-            f" conditions hold for alpha > {th['alpha_min']:.3g}"
-        )
-    else:
-        print(f"Thm 2.4: C0 not computed ({th['lip_method']})")
-    drawn = ", ".join(os.path.basename(p) for p in figures) or "no figures (no α finished)"
-    print(f"wrote {folder}/: results.json, trajectories.npz, {drawn}")

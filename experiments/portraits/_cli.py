@@ -3,7 +3,17 @@
 import argparse
 import math
 
-from .._common import UsageError
+from .._options import (
+    UsageError,
+    add_list,
+    add_solver_options,
+    bounded,
+    flag,
+    parse_list,
+    positive,
+    solve_settings,
+)
+from .._run_folder import add_run_folder_options
 
 FIGURES = ("seed", "flows", "conservation")
 FORMATS = ("png", "svg", "pdf")
@@ -13,59 +23,71 @@ CONSERVATION_STARTS = ((2.2, -0.5), (1.6, -1.3), (-1.2, 1.7), (-0.3, 0.4), (0.9,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default=None, help="run folder (default runs/portrait-<time>)")
-    parser.add_argument("--format", choices=FORMATS, default="png", help="figure file format")
-    parser.add_argument(
-        "--figures", nargs="+", choices=FIGURES, default=list(FIGURES), help="which figures"
+    g = parser.add_argument_group("figures")
+    g.add_argument("--format", choices=FORMATS, default="png", help="figure file format")
+    add_list(
+        g, "--figures", default=list(FIGURES), help=f"which figures, from {', '.join(FIGURES)}"
     )
-    parser.add_argument(
+    g.add_argument(
         "--activation", choices=ACTIVATIONS, default="tanh", help="σ in f(w) = w2·σ(w1·x)"
     )
-    parser.add_argument("--x", type=float, default=1.0, help="the input x (default 1)")
-    parser.add_argument(
-        "--w0", type=float, nargs=2, default=[0.5, 1.0], metavar=("W1", "W2"),
-        help="initialisation and linearisation point (default 0.5 1)",
+    g.add_argument("--x", type=float, default=1.0, help="the input x (default 1)")
+    add_list(
+        g, "--w0", default="0.5,1", metavar="W", help="initialisation and linearisation point "
+        "w1,w2 (default 0.5,1)",
     )  # fmt: skip
-    parser.add_argument(
-        "--scales", type=float, nargs="+", default=[0.1, 10.0], help="α of the seed figure"
-    )
-    parser.add_argument(
-        "--alphas", type=float, nargs="+", default=[0.1, 1.0, 10.0], help="α of the flow figure"
-    )
-    parser.add_argument(
+    add_list(g, "--scales", default="0.1,10", help="α of the seed figure (0.1,10)")
+    add_list(g, "--alphas", default="0.1,1,10", help="α of the flow figure (0.1,1,10)")
+    g.add_argument(
         "--radius", type=float, default=2.0, help="window half-width ρ; the window is w0 ± ρ/α"
     )
-    parser.add_argument("--target", type=float, default=1.0, help="scalar target y*")
-    parser.add_argument("--t1", type=float, default=10.0, help="flow time of each trajectory")
-    parser.add_argument("--eta", type=float, default=0.35, help="gradient-descent step η")
-    parser.add_argument("--gd-steps", type=int, default=12, help="gradient-descent steps")
-    parser.add_argument(
+    g.add_argument("--target", type=float, default=1.0, help="scalar target y*")
+    g.add_argument("--t1", type=float, default=10.0, help="flow time of each trajectory")
+    g.add_argument("--eta", type=float, default=0.35, help="gradient-descent step η")
+    g.add_argument("--gd-steps", type=int, default=12, help="gradient-descent steps")
+    g.add_argument(
         "--grid", type=int, default=101, help="grid points per axis of surfaces and level sets"
     )
-    parser.add_argument(
+    g.add_argument(
         "--field-grid", type=int, default=41, help="grid points per axis of the streamlines"
     )
-    parser.add_argument("--rtol", type=float, default=1e-10, help="solver relative tolerance")
-    parser.add_argument("--atol", type=float, default=1e-12, help="solver absolute tolerance")
+    add_solver_options(parser, solver=None, max_steps=None)
+    add_run_folder_options(parser, "portrait", progress=False)
 
 
-def _check(args) -> None:
-    for name in ("radius", "t1", "eta", "rtol", "atol", "x"):
-        value = getattr(args, name)
-        if not (math.isfinite(value) and value > 0):
-            raise UsageError(f"--{name} must be a finite number > 0, got {value}")
-    for name in ("scales", "alphas"):
-        values = getattr(args, name)
-        if not all(math.isfinite(v) and v > 0 for v in values):
-            raise UsageError(f"--{name} must be finite numbers > 0, got {values}")
-    if not all(math.isfinite(v) for v in args.w0):
-        raise UsageError(f"--w0 must be two finite numbers, got {args.w0}")
+def settings(args) -> dict:
+    """The settings of `args`, every one checked before any computation (tolerances by
+    `flows.SolveSettings`). Raises `UsageError` naming the flag."""
+    figures = parse_list("--figures", args.figures, str)
+    unknown = sorted(set(figures) - set(FIGURES))
+    if unknown:
+        raise UsageError(
+            f"--figures: unknown {', '.join(unknown)}; choose from {', '.join(FIGURES)}"
+        )
+    for name in ("radius", "t1", "eta", "x"):
+        positive(flag(name), getattr(args, name))
     if not math.isfinite(args.target):
         raise UsageError(f"--target must be a finite number, got {args.target}")
-    for name in ("grid", "field_grid"):
-        if not 5 <= getattr(args, name) <= 2000:
-            raise UsageError(
-                f"--{name.replace('_', '-')} must lie in [5, 2000], got {getattr(args, name)}"
-            )
-    if not 1 <= args.gd_steps <= 10_000:
-        raise UsageError(f"--gd-steps must lie in [1, 10000], got {args.gd_steps}")
+    bounded("--grid", args.grid, 5, 2000)
+    bounded("--field-grid", args.field_grid, 5, 2000)
+    bounded("--gd-steps", args.gd_steps, 1, 10_000)
+    solve_settings(solver="tsit5", rtol=args.rtol, atol=args.atol)
+    return {
+        "figures": [f for f in FIGURES if f in figures],
+        "format": args.format,
+        "activation": args.activation,
+        "x": args.x,
+        "w0": parse_list("--w0", args.w0, count=2),
+        "scales": parse_list("--scales", args.scales, positive=True),
+        "alphas": parse_list("--alphas", args.alphas, positive=True),
+        "radius": args.radius,
+        "target": args.target,
+        "t1": args.t1,
+        "eta": args.eta,
+        "gd_steps": args.gd_steps,
+        "grid": args.grid,
+        "field_grid": args.field_grid,
+        "rtol": args.rtol,
+        "atol": args.atol,
+        "solver": "tsit5",
+    }

@@ -22,9 +22,6 @@ class Portrait(NamedTuple):
     data: dict
 
 
-# ----------------------------------------------------------------------------- models
-
-
 def _figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)

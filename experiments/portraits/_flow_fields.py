@@ -1,5 +1,6 @@
 """Portrait 2: streamlines of −∇F over level sets, and exact flows (F_α against F̄_α)."""
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from ._numerics import _axes, _Descent, _flows, _on_grid, _path_lengths, _Plain,
 from ._toys import _at, _formula, _network
 
 
+@dataclasses.dataclass(frozen=True)
 class ScaledObjective:
     """F_α(w) = R(α·h(w))/α² for a two-weight model h, or F̄_α with h̄ = linearisation at w0.
 

@@ -1,12 +1,17 @@
 """The portrait run: compute each figure into its `.npz`, summarise it, draw it."""
 
+import argparse
+import json
 import os
 
 import numpy as np
 from tqdm import tqdm
 
-from .._common import UsageError, run_dir, versions, write_json, write_npz
-from ._cli import CONSERVATION_STARTS, _check
+from .. import _interrupt
+from .._files import versions, write_json, write_npz
+from .._options import UsageError
+from .._run_folder import RunFolder
+from ._cli import CONSERVATION_STARTS, settings
 from ._conservation import conservation_portrait
 from ._flow_fields import lazy_flow_portrait
 from ._plots import plot
@@ -54,17 +59,29 @@ def _compute(name: str, args) -> dict:
 
 
 def run(args) -> int:
-    _check(args)
-    folder = run_dir(args.out, "portrait")
-    config = {k: v for k, v in vars(args).items() if k not in ("out",)}
-    config.update(solver="tsit5", versions=versions())
-    write_json(os.path.join(folder, "config.json"), config)
-    results = {}
-    for name in tqdm(args.figures, desc="portrait", unit="figure"):
-        data = _compute(name, args)
-        write_npz(os.path.join(folder, f"{name}.npz"), **data)
-        results[name] = _summary(name, data)
-        write_json(os.path.join(folder, "results.json"), results)
-        for path in plot(folder, args.format, names=(name,)):
-            tqdm.write(path)
+    folder = RunFolder.choose("portrait", args.out, args.resume)
+    s = folder.stored_config()["settings"] if folder.resumed else settings(args)
+    _interrupt.watch(folder)
+    folder.start({"settings": s, "versions": versions()})
+    results_path = folder.file("results.json")
+    results = {"complete": False}
+    if os.path.exists(results_path):
+        with open(results_path, encoding="utf-8") as f:
+            results = json.load(f)
+    options = argparse.Namespace(**s)
+    for name in tqdm(s["figures"], desc="portrait", unit="figure"):
+        _interrupt.check()
+        if name not in results or not os.path.exists(folder.file(f"{name}.npz")):
+            data = _compute(name, options)
+            write_npz(folder.file(f"{name}.npz"), **data)
+            results[name] = _summary(name, data)
+            write_json(results_path, results)
+        folder.kept = (
+            f"{sum(f in results for f in s['figures'])} of {len(s['figures'])} figures finished"
+        )
+        if not os.path.exists(folder.file(f"{name}.{s['format']}")):
+            for path in plot(folder.path, s["format"], names=(name,)):
+                tqdm.write(path)
+    results["complete"] = True
+    write_json(results_path, results)
     return 0

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 from matplotlib import image
-from portraits.portraits import CONSERVATION_STARTS
 
 from experiments import portraits
+from experiments.portraits import CONSERVATION_STARTS
 
 NET = portraits.TwoWeightNet("tanh", x=1.0)
 W0 = np.array([0.37, -1.21])  # generic: neither weight zero, no symmetry

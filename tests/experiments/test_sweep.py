@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments._common import UsageError
+from experiments._options import UsageError
 from experiments._sweep import Sweep, task_key
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
@@ -83,8 +83,8 @@ def test_each_task_is_one_part_and_a_second_run_computes_only_new_tasks(
     folder = str(tmp_path / "run")
     with Sweep(workers=0, progress=False) as sweep:
         first = sweep.run(cheap, TASKS[:4], folder, shared=shared)
-        assert sorted(os.listdir(os.path.join(folder, "parts"))) == sorted(
-            f"{r.key}.{ext}" for r in first for ext in ("json", "npz")
+        assert sorted(os.listdir(folder)) == sorted(
+            f"part-{r.key}.{ext}" for r in first for ext in ("json", "npz")
         )
         second = sweep.run(cheap, TASKS, folder, shared=shared)
     assert [r.resumed for r in second] == [True] * 4 + [False] * 2
@@ -92,7 +92,7 @@ def test_each_task_is_one_part_and_a_second_run_computes_only_new_tasks(
         assert len(_runs(shared["markers"], r.key)) == 1  # computed once, over both runs
     for r, ref in zip(second, reference):
         assert r.record == ref.record and np.array_equal(r.arrays["x"], ref.arrays["x"])
-    with open(os.path.join(folder, "parts", f"{second[0].key}.json")) as f:
+    with open(os.path.join(folder, f"part-{second[0].key}.json")) as f:
         part = json.load(f)
     assert part["task"] == TASKS[0] and part["stats"]["wall_s"] > 0
     assert part["stats"]["peak_rss_bytes"] > 10 * 2**20  # a JAX process holds > 10 MiB
@@ -110,7 +110,7 @@ def test_a_task_that_raises_fails_alone_and_is_tried_again_on_resume(tmp_path, s
         assert not ok.failed and bad.error == "ZeroDivisionError: this task divides by zero"
         with open(tmp_path / "logs" / f"{bad.key}.log") as f:
             assert "Traceback" in f.read()
-        assert not os.path.exists(tmp_path / "parts" / f"{bad.key}.json")
+        assert not os.path.exists(tmp_path / f"part-{bad.key}.json")
         sweep.run(cheap, tasks, str(tmp_path), shared=shared)
     assert (
         len(_runs(shared["markers"], bad.key)) == 2 and len(_runs(shared["markers"], ok.key)) == 1
@@ -127,6 +127,7 @@ def test_peak_memory_is_measured_per_task(tmp_path, shared):
     assert small.stats["peak_rss_bytes"] < big.stats["peak_rss_bytes"] - 300 * 2**20
 
 
+@pytest.mark.slow
 def test_a_local_cluster_gives_the_same_bits_as_in_process(cluster, reference, tmp_path, shared):
     results = cluster.run(cheap, TASKS, str(tmp_path), shared=shared)
     for r, ref in zip(results, reference):
@@ -137,6 +138,7 @@ def test_a_local_cluster_gives_the_same_bits_as_in_process(cluster, reference, t
     assert os.listdir(tmp_path / "logs")  # the workers' and tasks' logs
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_task_costs_that_task_one_recompute(
     cluster, reference, tmp_path, shared
 ):
@@ -165,6 +167,7 @@ def test_a_worker_killed_mid_task_costs_that_task_one_recompute(
         assert (runs, r.stats["attempts"]) == ((2, 2) if r.key == victim else (1, 1))
 
 
+@pytest.mark.slow
 def test_a_task_that_kills_every_worker_fails_after_one_retry(cluster, tmp_path, shared):
     tasks = [{"seed": 0, "scale": 1.0, "die": True}, {"seed": 1, "scale": 1.0}]
     start = time.monotonic()
@@ -172,7 +175,7 @@ def test_a_task_that_kills_every_worker_fails_after_one_retry(cluster, tmp_path,
     assert time.monotonic() - start < 120  # it does not hang
     assert dead.failed and "died twice" in dead.error and not ok.failed
     assert len(_runs(shared["markers"], dead.key)) == 2
-    assert not os.path.exists(tmp_path / "parts" / f"{dead.key}.json")  # tried again on resume
+    assert not os.path.exists(tmp_path / f"part-{dead.key}.json")  # tried again on resume
 
 
 def test_an_unreachable_scheduler_fails_within_10_s_naming_it():
