@@ -22,9 +22,6 @@ The workers' logs and each task's own output (its solver progress) go to `folder
 import argparse
 import collections
 import contextlib
-import dataclasses
-import hashlib
-import json
 import logging
 import os
 import tempfile
@@ -33,19 +30,10 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._files import plain, write_json, write_npz
 from ._options import UsageError
+from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
 
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
-
-
-def task_key(task: dict) -> str:
-    """The key of a task: 16 hex digits of the SHA-256 of its settings as canonical JSON.
-
-    Floats are written by `repr`, so `1e3` and `1000.0` give one key; key order does not matter.
-    """
-    text = json.dumps(plain(task), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def default_workers() -> int:
@@ -54,83 +42,6 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskResult:
-    """One task of a sweep, as read back from its part.
-
-    - `record`: the dict the task function returned (None if the task could not be finished);
-    - `arrays`: its arrays (`{}` if none or failed);
-    - `stats`: wall_s, cpu_s, peak_rss_bytes (and how it was read), worker, host, pid, attempts;
-    - `error`: None, or why the task could not be finished (no part is written then, so a
-      resumed sweep tries it again);
-    - `resumed`: True if the part was already in the folder.
-    """
-
-    key: str
-    task: dict
-    record: dict | None
-    arrays: dict
-    stats: dict
-    error: str | None = None
-    resumed: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None
-
-
-def _paths(folder: str, key: str) -> tuple[str, str]:
-    base = os.path.join(folder, f"part-{key}")
-    return base + ".json", base + ".npz"
-
-
-def checkpoint_path(folder: str, key: str) -> str:
-    """Where task `key` may keep a mid-task checkpoint (`TaskContext.checkpoint`)."""
-    return os.path.join(folder, f"part-{key}.checkpoint.npz")
-
-
-def _log(folder: str, key: str, text: str) -> None:
-    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
-    with open(os.path.join(folder, "logs", f"{key}.log"), "a") as f:
-        f.write(text)
-
-
-def _load_part(folder: str, key: str, task: dict) -> TaskResult | None:
-    """The finished part of `task`, or None if it is missing, unreadable or another task's."""
-    path_json, path_npz = _paths(folder, key)
-    try:
-        with open(path_json) as f:
-            part = json.load(f)
-        if part["task"] != plain(task):
-            return None
-        arrays = {}
-        if part["arrays"]:
-            with np.load(path_npz, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in part["arrays"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return TaskResult(key, task, part["record"], arrays, part["stats"], resumed=True)
-
-
-def _write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> TaskResult:
-    path_json, path_npz = _paths(folder, key)
-    stats = {**out["stats"], "attempts": attempts}
-    if "error" in out:
-        _log(folder, key, out["traceback"])
-        return TaskResult(key, task, None, {}, stats, error=out["error"])
-    arrays = {name: np.asarray(a) for name, a in out["arrays"].items()}
-    try:
-        if arrays:
-            write_npz(path_npz, **arrays)
-        write_json(path_json, {"key": key, "task": task, "record": out["record"],
-                               "arrays": sorted(arrays), "stats": stats})  # fmt: skip
-    except ValueError as e:  # a NaN in the record is never written as data
-        return TaskResult(key, task, None, {}, stats, error=f"cannot write its part: {e}")
-    if os.path.exists(checkpoint_path(folder, key)):
-        os.remove(checkpoint_path(folder, key))
-    return dataclasses.replace(_load_part(folder, key, task), resumed=False)
 
 
 class Sweep:
@@ -245,7 +156,18 @@ class Sweep:
             self._client = self._cluster = None
             self._stack.close()  # after the cluster: its closing is logged
 
-    def run(self, fn, tasks, folder, *, shared=None, desc="tasks", check=None, on_result=None):
+    def run(
+        self,
+        fn,
+        tasks,
+        folder: str,
+        *,
+        shared=None,
+        desc: str = "tasks",
+        check=None,
+        on_result=None,
+        order=None,
+    ) -> list:
         """Run every task of `tasks` whose part is not in `folder`; return all their results.
 
         **Arguments:**
@@ -261,6 +183,8 @@ class Sweep:
           cluster; what it raises (an interrupt) stops the sweep: running tasks are cancelled,
           finished parts stay.
         - `on_result`: called with each `TaskResult` as it is known (resumed ones first).
+        - `order`: the indices of `tasks` in the order to start them (default: as given);
+          the results keep the order of `tasks`.
 
         **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
 
@@ -278,8 +202,11 @@ class Sweep:
             raise ValueError(f"tasks must be distinct; repeated: {repeated}")
         folder = os.path.abspath(folder)
         os.makedirs(folder, exist_ok=True)
-        results = [_load_part(folder, k, t) for k, t in zip(keys, tasks)]
-        pending = [i for i, r in enumerate(results) if r is None]
+        results = [load_part(folder, k, t) for k, t in zip(keys, tasks)]
+        order = list(range(len(tasks))) if order is None else [int(i) for i in order]
+        if sorted(order) != list(range(len(tasks))):
+            raise ValueError(f"order must be a permutation of 0..{len(tasks) - 1}, got {order}")
+        pending = [i for i in order if results[i] is None]
         check = check or (lambda: None)
         on_result = on_result or (lambda result: None)
         for r in results:
@@ -295,11 +222,11 @@ class Sweep:
 
         def done(i, out, attempts):
             if "stats" in out:
-                results[i] = _write_part(folder, keys[i], tasks[i], out, attempts)
+                results[i] = write_part(folder, keys[i], tasks[i], out, attempts)
                 bar.set_postfix_str(f"last {results[i].stats['wall_s']:.1f} s", refresh=False)
             else:  # no worker finished it
                 error = out["error"]
-                _log(folder, keys[i], error + "\n")
+                log(folder, keys[i], error + "\n")
                 results[i] = TaskResult(keys[i], tasks[i], None, {}, {"attempts": attempts}, error)
             bar.update(1)
             if results[i].failed:

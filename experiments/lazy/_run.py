@@ -129,7 +129,21 @@ def _alpha_sweep(sweep, folder, shared) -> list:
         desc="alpha sweep",
         check=_interrupt.check,
         on_result=kept,
+        order=_interleaved(alphas),
     )
+
+
+def _interleaved(alphas) -> list[int]:
+    """Task order: the two forms of lazy_comparison alternate (direct, remainder, direct, ...),
+    so that two workers start by compiling different forms and each later loads the other's
+    from the shared compilation cache instead of compiling it again."""
+    forms = ([], [])
+    for i, alpha in enumerate(alphas):
+        forms[flows.lazy_remainder_rule(alpha)].append(i)
+    direct, remainder = forms
+    order = [i for pair in zip(direct, remainder) for i in pair]
+    n = min(len(direct), len(remainder))
+    return order + direct[n:] + remainder[n:]
 
 
 def _info(sweep, results) -> dict:
