@@ -11,10 +11,12 @@ import os
 import resource
 import signal
 import socket
+import threading
 import time
 import traceback
 
 from distributed.diagnostics.plugin import WorkerPlugin
+from tqdm import tqdm
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
@@ -123,6 +125,9 @@ class WorkerSetup(WorkerPlugin):
         if self.local:
             with contextlib.suppress(ValueError):  # only possible in the main thread
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # tqdm's default lock is a multiprocessing semaphore, registered with the resource
+        # tracker; a worker killed at shutdown would leave it to be reported as leaked.
+        tqdm.set_lock(threading.RLock())
         logs = os.path.join(self.folder, "logs")
         if not os.path.isdir(logs):
             return
