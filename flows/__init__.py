@@ -1,4 +1,13 @@
-"""How it moves and what is measured: solvers, objectives, observables, closed forms."""
+"""How it moves and what is measured: solvers, objectives, observables, closed forms.
+
+**Importing `flows` (or `models`) turns on JAX's float64 mode for the whole process**
+(`jax.config.update("jax_enable_x64", True)`): gradflows checks theory to solver precision,
+which float32 cannot give. From then on JAX creates float64 arrays by default and draws
+different numbers from the same PRNG key, and float32 code written for the default mode may
+need explicit dtypes. Every entry point refuses state that is not float64 with one line
+naming the dtype (a model built before the import, or cast by hand), and refuses to run if
+float64 mode was turned off again.
+"""
 
 import jax
 
@@ -6,10 +15,11 @@ jax.config.update("jax_enable_x64", True)
 
 from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
 from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402
+from ._failures import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
+from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
 from ._gd import gradient_descent as gradient_descent  # noqa: E402
-from ._integrate import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._lazy import LazyComparison as LazyComparison  # noqa: E402
 from ._lazy import lazy_comparison as lazy_comparison  # noqa: E402
 from ._lazy_rules import LAZY_NODES as LAZY_NODES  # noqa: E402

@@ -12,6 +12,27 @@ def check_positive(name: str, value) -> float:
     return value
 
 
+def check_float64(name: str, tree) -> None:
+    """The one precision rule of every entry point: floating arrays in `tree` (the state
+    that moves) must be float64, and JAX's float64 mode must be on. Refused, not promoted:
+    a silent cast would hand back parameters of another dtype than were given, and the
+    caller's float32 model may be deliberate."""
+    if not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"{name}: jax_enable_x64 is off (it was turned off after importing flows); "
+            "gradflows computes in float64: jax.config.update('jax_enable_x64', True)"
+        )
+    for leaf in jax.tree.leaves(tree):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and dtype != jnp.float64:
+            raise ValueError(
+                f"{name} holds {dtype} arrays (first of shape {tuple(leaf.shape)}); gradflows "
+                f"computes in float64: cast them, e.g. jax.tree.map(lambda a: a.astype("
+                f"'float64') if eqx.is_inexact_array(a) else a, model), or build the model "
+                "after importing flows"
+            )
+
+
 def check_finite(name: str, tree) -> None:
     for leaf in jax.tree.leaves(tree):
         if isinstance(leaf, (jax.Array, np.ndarray, float)) and jnp.issubdtype(

@@ -1,6 +1,7 @@
 """Gradient flow dθ/dt = −∇loss(θ) of any pytree, equinox modules included."""
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_ts
+from ._checks import check_finite, check_float64, check_positive, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
 from ._settings import SolveSettings, resolve_settings
@@ -31,6 +32,9 @@ class Trajectory:
       Hessian-vector evaluations, chunks, the solvers used and the result code.
     - `config`: `SolveSettings.to_dict()` of the settings used, and `t1` (gradient
       descent: `solver="gradient_descent"`, `eta`, `t1`).
+    - `undefined`: `{name: times}` for each observable that is undefined (not finite) at
+      some save times, with those times; the values there are left as computed (NaN or
+      inf). Empty when every observable is defined everywhere.
     """
 
     ts: np.ndarray
@@ -39,6 +43,7 @@ class Trajectory:
     observables: dict
     stats: dict
     config: dict
+    undefined: dict = dataclasses.field(default_factory=dict)
 
     def at(self, i: int):
         """The parameter pytree at save index `i`."""
@@ -46,6 +51,31 @@ class Trajectory:
             raise ValueError("this trajectory was solved with save_params=False")
         trainable, static = partition(self.params)
         return eqx.combine(jax.tree.map(lambda a: a[i], trainable), static)
+
+
+class UndefinedObservableWarning(RuntimeWarning):
+    """An observable is not finite at some save times while the flow itself is: the quantity
+    is undefined there (a margin normalised by a zero norm, an angle to a zero vector). It
+    is not a failure of the flow; `Trajectory.undefined` lists the times."""
+
+
+def undefined_observables(ts: np.ndarray, observables: dict) -> dict:
+    """`{name: times}` where an observable is not finite (any entry), with one
+    `UndefinedObservableWarning` per such observable naming it and the first time."""
+    undefined = {}
+    for name, values in observables.items():
+        leaves = [np.asarray(x).reshape(len(ts), -1) for x in jax.tree.leaves(values)]
+        bad = ~np.all(np.isfinite(np.concatenate(leaves, axis=1)), axis=1)
+        if bad.any():
+            undefined[name] = np.asarray(ts)[bad]
+            warnings.warn(
+                f"observable {name!r} is undefined (not finite) at {int(bad.sum())} of "
+                f"{len(ts)} save times, first at t={undefined[name][0]:.6g}; the flow itself is "
+                f"finite (Trajectory.undefined[{name!r}] lists the times)",
+                UndefinedObservableWarning,
+                stacklevel=3,
+            )
+    return undefined
 
 
 class _GradientField(eqx.Module):
@@ -122,9 +152,13 @@ def gradient_flow(
 
     **Raises:**
     - `ValueError` naming the argument: `t1` ≤ 0 or non-finite, `ts` unsorted or outside
-      [0, t1], non-finite `params0`, a setting out of range (see `SolveSettings`).
+      [0, t1], non-finite `params0`, trainable arrays that are not float64 (float32 is
+      refused, not promoted), a setting out of range (see `SolveSettings`).
     - `TypeError` for a keyword that is neither an argument nor a setting.
-    - `FloatingPointError` with the time reached, if the trajectory becomes non-finite.
+    - `FloatingPointError` with the time reached and what happened: the step size collapsed
+      (with the state's and the field's norms), the state really grew, or it (or the loss)
+      became non-finite. An observable that is undefined at some times is not a failure: it
+      gives an `UndefinedObservableWarning` and `Trajectory.undefined`.
     - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
     """
     t1 = check_positive("t1", t1)
@@ -133,6 +167,7 @@ def gradient_flow(
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")
+    check_float64("params0", trainable)
     check_finite("params0", trainable)
     obs = tuple(sorted((observables or {}).items()))
     # One flat state vector: diffrax's per-step work is then a few array operations, not a
@@ -153,4 +188,13 @@ def gradient_flow(
         params = eqx.combine(jax.vmap(spec.unravel)(saved["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
     config = {**settings.to_dict(), "t1": t1}
-    return Trajectory(ts, params, saved["loss"], saved["observables"], stats.to_dict(), config)
+    observed = saved["observables"]
+    return Trajectory(
+        ts,
+        params,
+        saved["loss"],
+        observed,
+        stats.to_dict(),
+        config,
+        undefined_observables(ts, observed),
+    )

@@ -17,9 +17,9 @@ from tqdm.auto import tqdm
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_ts
-from ._flow import Trajectory, _GradientField, _Recorder
-from ._integrate import MaxStepsReached
+from ._checks import check_finite, check_float64, check_positive, check_ts
+from ._failures import MaxStepsReached
+from ._flow import Trajectory, _GradientField, _Recorder, undefined_observables
 from ._settings import SolveSettings, resolve_settings
 from ._stats import SolveStats
 from ._times import log_times
@@ -78,10 +78,12 @@ def gradient_descent(
 
     **Raises:**
     - `ValueError` naming the argument: `t1` or `eta` not finite and > 0, η > t1, `ts`
-      unsorted or outside [0, t1], non-finite `params0`, a setting out of range.
+      unsorted or outside [0, t1], non-finite or non-float64 `params0`, a setting out of
+      range.
     - `MaxStepsReached` before any work when K > `max_steps`.
     - `FloatingPointError` with the step and time when the iterates become non-finite
-      (η above the stability limit 2/λ_max of the Hessian).
+      (η above the stability limit 2/λ_max of the Hessian). An undefined observable is
+      reported as by `gradient_flow` (`UndefinedObservableWarning`, `Trajectory.undefined`).
 
     **Reference:** Du, Hu & Lee 2018, §4 (gradient descent keeps balancedness only
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
@@ -105,6 +107,7 @@ def gradient_descent(
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")
+    check_float64("params0", trainable)
     check_finite("params0", trainable)
     field = _GradientField(loss, static)
     recorder = _Recorder(loss, tuple(sorted((observables or {}).items())), save_params, static)
@@ -138,6 +141,14 @@ def gradient_descent(
         solvers=["gradient_descent"],
     )
     config = {"solver": "gradient_descent", "eta": eta, "t1": t1, "max_steps": settings.max_steps}
+    ts = save_steps * eta
+    observed = saved["observables"]
     return Trajectory(
-        save_steps * eta, params, saved["loss"], saved["observables"], stats.to_dict(), config
+        ts,
+        params,
+        saved["loss"],
+        observed,
+        stats.to_dict(),
+        config,
+        undefined_observables(ts, observed),
     )

@@ -18,6 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._controller import step_memory_pid
+from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._settings import SolveSettings
 from ._solvers import EVALS_PER_STEP, IMPLICIT, make_solver
 from ._stats import SolveStats
@@ -62,18 +63,6 @@ class CountedField(eqx.Module):
         return self.field(t, y, args)
 
 
-class MaxStepsReached(RuntimeError):
-    """The step budget ran out before the final time. The budget is checked inside each chunk
-    (whose own limit is `max_steps`) and between chunks, so a solve stops after at most
-    `max_steps` steps plus those of one chunk."""
-
-
-_MORE_STEPS = (
-    "increase `max_steps` or loosen `rtol`/`atol`; for a stiff flow use solver='kvaerno5'; "
-    "a non-smooth objective (ReLU kinks) chatters and needs many steps with any solver"
-)
-
-
 @eqx.filter_jit
 def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps):
     solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
@@ -109,9 +98,20 @@ def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, 
 
 
 @eqx.filter_jit
-def _field_is_finite(field, t, y):
-    out = field(t, y, None)
-    return jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(out)]))
+def _field_norm(field, t, y):
+    """‖field(t, y)‖ over all leaves (NaN or inf if the field is not finite there)."""
+    return jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(field(t, y, None))))
+
+
+def _norm(tree) -> float:
+    return float(np.sqrt(sum(np.sum(np.asarray(x) ** 2) for x in jax.tree.leaves(tree))))
+
+
+def _flow_leaves(save_shape) -> list[bool]:
+    """Which saved leaves describe the flow itself; leaves under an "observables" key are the
+    user's measurements, which may be undefined at a point without the flow failing."""
+    paths, _ = jax.tree_util.tree_flatten_with_path(save_shape)
+    return [not (path and getattr(path[0], "key", None) == "observables") for path, _ in paths]
 
 
 def _tree_all_finite(tree) -> bool:
@@ -187,7 +187,9 @@ def integrate(
     the first chunk that needs more than `stiff_steps` steps.
 
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
-    `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached.
+    `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached and
+    what happened (`flows._failures`). Leaves of `save(...)` under an "observables" key may be
+    non-finite (an observable undefined at a point); all others must be finite.
     """
     solver, rtol, atol = settings.solver, settings.rtol, settings.atol
     max_steps, stiff_steps = settings.max_steps, settings.stiff_steps
@@ -195,7 +197,10 @@ def integrate(
     groups = np.array_split(np.arange(len(ts)), n_chunks)
     k = max(len(g) for g in groups)
     stats = SolveStats()
-    save_def = jax.tree.structure(jax.eval_shape(save, 0.0, y0, None))
+    save_shape = jax.eval_shape(save, 0.0, y0, None)
+    save_def = jax.tree.structure(save_shape)
+    is_flow = _flow_leaves(save_shape)
+    norm0 = _norm(y0)
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
     y_def = jax.tree.structure(y0)
 
@@ -230,8 +235,6 @@ def integrate(
         for c in range(done, n_chunks):
             pending = groups[c]
             t_end = float(ts[pending[-1]])
-            # Below this step the solve is declared collapsed: a finite-time blow-up.
-            dtmin = jnp.asarray(1e-13 * max(1.0, t_end))
             while len(pending):
                 chunk_ts = np.concatenate([ts[pending], np.full(k - len(pending), t_end)])
                 explicit_trial = solver == "auto" and phase not in IMPLICIT
@@ -246,10 +249,10 @@ def integrate(
                     jnp.asarray(t_end),
                     jnp.asarray(chunk_ts),
                     state,
-                    make_solver(phase, rtol, atol),
+                    make_solver(phase, rtol, atol, settings.gmres_max_iters),
                     jnp.asarray(rtol),
                     jnp.asarray(atol),
-                    dtmin,
+                    jnp.asarray(DTMIN_RELATIVE),
                     budget,
                 )
                 saved, save_ts, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
@@ -268,7 +271,7 @@ def integrate(
                     stats.solvers.append(phase)
                 n_saved = len(pending) if bool(ok) else int(np.sum(np.isfinite(save_ts)))
                 leaves = [np.asarray(x)[:n_saved] for x in jax.tree.leaves(saved)]
-                if not _tree_all_finite(leaves):
+                if not _tree_all_finite([x for x, f in zip(leaves, is_flow) if f]):
                     raise FloatingPointError(
                         f"the trajectory became non-finite between t={t_start:.6g} "
                         f"and t={t_end:.6g}"
@@ -281,18 +284,21 @@ def integrate(
                     state, t_start = new_state, t_end
                     continue
                 t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
-                if bool(collapsed):
+                if not _tree_all_finite(y):
                     raise FloatingPointError(
-                        f"the step size fell below {float(dtmin):.3g} near t={t_hit:.6g}: the "
-                        "trajectory is blowing up (or is far stiffer than solver="
-                        f"{phase!r} can follow)"
-                    )
-                if not _tree_all_finite(y) or not bool(
-                    _field_is_finite(field, jnp.asarray(t_hit), y)
-                ):
-                    raise FloatingPointError(
-                        f"the trajectory became non-finite near t={t_hit:.6g}; "
+                        f"the state became non-finite near t={t_hit:.6g}; "
                         "check the loss, the data scale, or lower the step tolerances"
+                    )
+                speed = float(_field_norm(field, jnp.asarray(t_hit), y))
+                if not np.isfinite(speed):
+                    raise FloatingPointError(
+                        f"the vector field (the gradient) became non-finite near t={t_hit:.6g} "
+                        f"at a finite state (‖y‖ = {_norm(y):.3g}); check the loss and the data"
+                    )
+                if bool(collapsed):
+                    dt = float(new_state[1][1])
+                    raise FloatingPointError(
+                        collapse_message(phase, settings, t_hit, dt, norm0, _norm(y), speed)
                     )
                 if explicit_trial and bool(hit):
                     # Stiffness switch: keep what Tsit5 reached, go on implicitly from there.
@@ -301,20 +307,23 @@ def integrate(
                     continue
                 if bool(hit):
                     raise MaxStepsReached(
-                        f"max_steps={max_steps} reached at t={t_hit:.6g} before t={t_end:.6g}; "
-                        f"{_MORE_STEPS}"
+                        f"max_steps={max_steps} reached at t={t_hit:.6g} before t={t_end:.6g} "
+                        f"(solver {phase!r}); {max_steps_advice(phase, settings, stats)}"
                     )
                 raise RuntimeError(f"the solver failed at t={t_hit:.6g} before t={t_end:.6g}")
             if stats.num_steps > max_steps:
                 raise MaxStepsReached(
-                    f"max_steps={max_steps} reached (used {stats.num_steps}) by t={t_end:.6g}; "
-                    f"{_MORE_STEPS}"
+                    f"max_steps={max_steps} reached by t={t_end:.6g} (solver {phase!r}); "
+                    f"{max_steps_advice(phase, settings, stats)}"
                 )
             stats.chunks = c + 1
             bar.update(1)
             bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
             if checkpoint is not None:
                 _checkpoint(checkpoint, ts, c + 1, t_end, phase, y, saved_leaves, stats)
+    except (MaxStepsReached, FloatingPointError) as e:
+        e.stats = stats.to_dict()  # the work done, for the caller to report
+        raise
     finally:
         bar.close()
     saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])

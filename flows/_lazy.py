@@ -27,7 +27,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_ts
+from ._checks import check_finite, check_float64, check_positive, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
 from ._lazy_rules import LAZY_NODES, lazy_remainder_rule
@@ -225,8 +225,8 @@ def lazy_comparison(
     **Returns:** a `LazyComparison`.
 
     **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
-    non-finite data or parameters, shapes that do not match the model; `FloatingPointError`
-    and `MaxStepsReached` as in `gradient_flow`.
+    non-finite data or parameters, parameters that are not float64, shapes that do not match
+    the model; `FloatingPointError` and `MaxStepsReached` as in `gradient_flow`.
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (finite horizon), Thm 2.4 (uniform in
     time) and Prop. A.1 (held-out inputs).
@@ -245,6 +245,7 @@ def lazy_comparison(
                 f"heldout inputs have {X_test.shape[1]} features but data has {X.shape[1]}"
             )
     trainable, static = partition(model)
+    check_float64("model parameters", trainable)
     check_finite("model parameters", trainable)
     try:
         out = jax.eval_shape(jax.vmap(model), X)

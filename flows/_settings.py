@@ -5,7 +5,7 @@ CLI builds one and passes it down; nothing else checks or defaults a tolerance."
 import dataclasses
 import math
 
-from ._solvers import NAMES
+from ._solvers import GMRES_MAX_ITERS, NAMES
 
 _MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps
 
@@ -48,6 +48,11 @@ class SolveSettings:
       first chunk that needs more than this many steps, ≥ 1.
     - `stiff_horizon`: with `solver="auto"`, start implicit when ρ·t1 exceeds it (ρ the
       Hessian's λ_max at the start), > 0; `inf` never starts implicit.
+    - `gmres_max_iters`: cap on the Hessian-vector products of each GMRES solve inside the
+      implicit solver's Newton iterations (rounded up to restart cycles of 10), ≥ 1. A solve
+      that exhausts it rejects the step, so `max_steps` and this cap bound the total work:
+      at most 6 stages × 10 Newton iterations × `gmres_max_iters` Hessian-vector
+      products per Kvaerno5 step.
 
     **Raises:** `ValueError` naming the field when a value is out of range.
     """
@@ -59,6 +64,7 @@ class SolveSettings:
     chunks: int = 20
     stiff_steps: int = 200
     stiff_horizon: float = 1e4
+    gmres_max_iters: int = GMRES_MAX_ITERS
 
     def __post_init__(self):
         if self.solver not in NAMES:
@@ -69,6 +75,7 @@ class SolveSettings:
             "max_steps": _number("max_steps", self.max_steps, int),
             "chunks": _number("chunks", self.chunks, int),
             "stiff_steps": _number("stiff_steps", self.stiff_steps, int),
+            "gmres_max_iters": _number("gmres_max_iters", self.gmres_max_iters, int),
             "stiff_horizon": _number("stiff_horizon", self.stiff_horizon, float, allow_inf=True),
         }
         if not _MIN_RTOL <= checked["rtol"] < 1:
@@ -78,7 +85,7 @@ class SolveSettings:
             )
         if checked["atol"] < 0:
             raise ValueError(f"atol must be >= 0, got {checked['atol']:g}")
-        for name in ("max_steps", "chunks", "stiff_steps"):
+        for name in ("max_steps", "chunks", "stiff_steps", "gmres_max_iters"):
             if checked[name] < 1:
                 raise ValueError(f"{name} must be >= 1, got {checked[name]}")
         if checked["stiff_horizon"] <= 0:

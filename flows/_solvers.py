@@ -1,6 +1,7 @@
 """Choosing a diffrax solver by name."""
 
 import functools
+import math
 
 import diffrax as dfx
 import lineax as lx
@@ -13,18 +14,36 @@ NAMES = ("auto",) + EXPLICIT + IMPLICIT
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
 _NewtonWithControllerTols = dfx.with_stepsize_controller_tols(optx.Newton)
 
+# GMRES restarts every this many iterations (Hessian-vector products).
+GMRES_RESTART = 10
+#: Default cap on the Hessian-vector products of one GMRES solve inside Newton.
+GMRES_MAX_ITERS = 200
+
 # New vector-field evaluations per step (first-same-as-last tableaux reuse the last stage).
 EVALS_PER_STEP = {"tsit5": 6, "dopri5": 6, "dopri8": 12}
 
 
 @functools.lru_cache(maxsize=32)
-def make_solver(name: str, rtol: float, atol: float):
+def make_solver(name: str, rtol: float, atol: float, gmres_max_iters: int = GMRES_MAX_ITERS):
     """The diffrax solver called `name`.
 
     "kvaerno5" is Kvaerno's 5th-order ESDIRK with a matrix-free root finder: Newton's method
     whose linear systems are solved by GMRES through Jacobian-vector products (Hessian-vector
     products of the objective), so no p×p matrix is ever formed. diffrax's default Kvaerno root
     finder builds a dense Jacobian, unusable beyond ~10³ parameters.
+
+    Each GMRES solve is capped at `gmres_max_iters` matrix-vector products (rounded up to
+    whole restart cycles of 10); lineax's own default, 10·p cycles, lets one step cost
+    hundreds of thousands of them. A solve that exhausts the cap fails, Newton fails with it,
+    and diffrax rejects the step, so a step costs at most 6 implicit stages × 10 Newton
+    iterations × the cap, and `max_steps` bounds the whole solve.
+
+    **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
+    `gmres_max_iters` (≥ 1).
+
+    **Returns:** a `diffrax.AbstractSolver`.
+
+    **Raises:** `ValueError` for an unknown name.
     """
     if name == "tsit5":
         return dfx.Tsit5()
@@ -33,7 +52,10 @@ def make_solver(name: str, rtol: float, atol: float):
     if name == "dopri8":
         return dfx.Dopri8()
     if name == "kvaerno5":
-        gmres = lx.GMRES(rtol=rtol, atol=atol, restart=10, stagnation_iters=10)
+        cycles = max(1, math.ceil(gmres_max_iters / GMRES_RESTART))
+        gmres = lx.GMRES(
+            rtol=rtol, atol=atol, restart=GMRES_RESTART, stagnation_iters=10, max_steps=cycles
+        )
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")

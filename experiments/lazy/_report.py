@@ -91,11 +91,11 @@ def _late_rate(res, fits, th) -> str:
 def _constants(th) -> str:
     if not th.get("theory_applies", True):
         return f"Thm 2.4: not applicable ({th['theory_note']})"
+    why = th.get("unavailable") or {}
     if th.get("C0") is None:
-        return f"Thm 2.4: C0 not computed ({th.get('lip_method')})"
+        return f"Thm 2.4: C0 unavailable ({why.get('C0') or th.get('lip_method')})"
     if th.get("alpha_min") is None:
-        reason = th.get("alpha_min_note") or th.get("alpha_min_reason") or "C0 = 0"
-        return f"Thm 2.4: C0 = {th['C0']:.3g}; alpha_min unavailable ({reason})"
+        return f"Thm 2.4: C0 = {th['C0']:.3g}; alpha_min unavailable ({why.get('alpha_min')})"
     return (
         f"Thm 2.4: Lip(Dh) ~ {th['lip_jacobian']:.4g} (lower estimate), C0 = {th['C0']:.3g},"
         f" conditions hold for alpha > {th['alpha_min']:.3g}"

@@ -243,16 +243,14 @@ def test_resume_refuses_changed_data(tmp_path, capsys):
 @pytest.mark.slow
 def test_a_relu_sweep_with_two_finished_alphas_fits_no_slope_and_draws_no_theory(tmp_path):
     out = tmp_path / "relu"
-    argv = [*TINY, "--activation", "relu", "--alphas", "1,10,100", "--max-steps", "60"]
+    argv = [*TINY, "--activation", "relu", "--alphas", "10,100", "--max-steps", "20000"]
     code = cli("run", "lazy", *argv, "--out", out)
     res = _results(out)
-    finished = [r for r in res["runs"] if not r["failed"]]
-    assert code in (0, 1) and len(finished) in (2, 3)
+    assert code in (0, 1)  # 1: an α ran out of steps at a kink (recorded, with its reason)
     th = res["theory"]
     assert th["theory_applies"] is False and th["expected_slopes"] is None
-    if len(finished) < 3:
-        assert res["fits"]["weight_gap_slope"] is None and res["fits"]["n_alphas_fitted"] == 0
-        assert "at least 3" in res["fits"]["fit_note"]
+    assert res["fits"]["weight_gap_slope"] is None and res["fits"]["n_alphas_fitted"] == 0
+    assert "a slope needs at least 3" in res["fits"]["fit_note"]
 
 
 @pytest.mark.slow
@@ -269,5 +267,7 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
                "--out", out)  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert _results(out)["theory"]["alpha_min"] is None
-    assert "alpha_min unavailable" in captured.out or "C0 not computed" in captured.out
+    th = _results(out)["theory"]
+    assert th["alpha_min"] is None and th["unavailable"]["alpha_min"]
+    assert "alpha_min unavailable" in captured.out or "C0 unavailable" in captured.out
+    assert os.path.exists(os.path.join(out, "alpha-00.npz"))
