@@ -270,4 +270,4 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
     th = _results(out)["theory"]
     assert th["alpha_min"] is None and th["unavailable"]["alpha_min"]
     assert "alpha_min unavailable" in captured.out or "C0 unavailable" in captured.out
-    assert os.path.exists(os.path.join(out, "alpha-00.npz"))
+    assert os.path.exists(os.path.join(out, f"part-{task_key({'alpha': 10.0})}.npz"))
