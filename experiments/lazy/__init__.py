@@ -6,9 +6,11 @@ on real data. For each α the flows of F_α(w) = R(αh(w))/α² and of its linea
 integrated jointly (`flows.lazy_comparison`) and their sup gaps measured; the theorems'
 constants come from `flows.lazy_constants`.
 
-The run folder holds `config.json`, one `alpha-XX.json`/`.npz` part per finished α (each
-written atomically, so an interrupted sweep keeps them and `--resume DIR` goes on from there),
-then `results.json`, `trajectories.npz` and four figures (`experiments.lazy.plot`).
+The run folder holds `config.json`, one `part-<key>.json`/`.npz` per finished α (a task of
+`experiments._sweep`, keyed by a hash of `{"alpha": α}`, written atomically, so an interrupted
+sweep keeps them and `--resume DIR` goes on from there), `logs/`, then `results.json`,
+`trajectories.npz` and four figures (`experiments.lazy.plot`). The α run in this process
+(`--workers 0`) or on Dask workers (`--workers N`, `--scheduler ADDRESS`).
 """
 
 from ._cli import add_arguments as add_arguments

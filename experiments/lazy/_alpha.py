@@ -1,13 +1,9 @@
-"""One α of the sweep: `flows.lazy_comparison`, its part files and their reading back."""
-
-import json
-import os
-import time
+"""One α of the sweep: a task of `experiments._sweep` that runs `flows.lazy_comparison`."""
 
 import flows
 
-from .._files import write_json, write_npz
 from .._options import solve_settings
+from ._inputs import build_model
 
 LOSS = flows.SquaredLoss("sum")  # R(y) = ½‖y − y*‖²: m = M = 1, κ = 1
 NON_SMOOTH = ("relu", "abs", "leaky_relu")  # Dh is not Lipschitz: no C0
@@ -23,10 +19,6 @@ SERIES = (
 )
 
 
-def _part(folder: str, i: int, ext: str) -> str:
-    return os.path.join(folder, f"alpha-{i:02d}.{ext}")
-
-
 def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
     """`flows.late_rate` and, when it is None, why."""
     rate = flows.late_rate(ts, residual, start=window, floor=floor)
@@ -39,34 +31,38 @@ def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
     )
 
 
-def solve_alpha(i, alpha, model, data, heldout, s, ts, folder, progress) -> dict:
-    """Run one α, write its part files, return its record."""
-    checkpoint = os.path.join(folder, f".alpha-{i:02d}.checkpoint.npz")
+def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
+    """Integrate one α = `task["alpha"]`; return its record and its arrays over time.
+
+    Runs in a sweep worker (or in-process): the model is rebuilt from the settings
+    `shared["settings"]` (seeded, so every worker builds the same weights); `shared` also holds
+    the data `X`, `Y`, `heldout` and the save times `ts`. A solver failure (MaxStepsReached, a
+    blow-up) is a result: a record with `failed` and its `reason`, and no arrays.
+    """
+    s, ts, alpha = shared["settings"], shared["ts"], task["alpha"]
+    model = build_model(s, shared["X"].shape[1])
     remainder = flows.lazy_remainder_rule(alpha)
-    record = {"alpha": alpha, "index": i, "form": "remainder" if remainder else "direct"}
-    start = time.perf_counter()
+    record = {"alpha": alpha, "form": "remainder" if remainder else "direct"}
     try:
         res = flows.lazy_comparison(
             model,
-            data,
+            (shared["X"], shared["Y"]),
             alpha,
             float(ts[-1]),
             loss=LOSS,
-            heldout=heldout,
+            heldout=shared["heldout"],
             ts=ts,
             settings=solve_settings(
                 solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"]
             ),
             remainder=remainder,
             nodes=s["nodes"],
-            progress=progress,
-            checkpoint=checkpoint,
+            progress=ctx.progress,
+            checkpoint=ctx.checkpoint,
         )
     except (RuntimeError, FloatingPointError) as e:  # MaxStepsReached is a RuntimeError
         record.update(failed=True, reason=f"{type(e).__name__}: {e}")
-        record["wall_s"] = time.perf_counter() - start
-        write_json(_part(folder, i, "json"), record)
-        return record
+        return record, None
     arrays = {k: getattr(res, k) for k in SERIES if getattr(res, k) is not None}
     window = (1 - s["rate_window"]) * ts[-1]
     floor = 1e3 * s["rtol"] * res.residual[0]
@@ -89,21 +85,21 @@ def solve_alpha(i, alpha, model, data, heldout, s, ts, folder, progress) -> dict
         rate_linearized_note=rate_linearized_note,
         steps=res.stats["num_steps"],
         solvers=res.stats["solvers"],
-        wall_s=time.perf_counter() - start,
     )
-    write_npz(_part(folder, i, "npz"), ts=ts, **arrays)
-    write_json(_part(folder, i, "json"), record)
-    if os.path.exists(checkpoint):
-        os.remove(checkpoint)
-    return record
+    return record, {"ts": ts, **arrays}
 
 
-def _finished(folder: str, i: int) -> dict | None:
-    path = _part(folder, i, "json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        record = json.load(f)
-    if not record.get("failed") and not os.path.exists(_part(folder, i, "npz")):
-        return None
+def record_of(result) -> dict:
+    """The run record of one α from its sweep result (`experiments._sweep.TaskResult`)."""
+    if result.failed:  # no worker could finish it: tried again on --resume
+        record = {"alpha": result.task["alpha"], "failed": True, "reason": result.error}
+    else:
+        record = dict(result.record)
+    stats = result.stats
+    record["wall_s"] = stats.get("wall_s")
+    record["task"] = {
+        "key": result.key,
+        "resumed": result.resumed,
+        **{k: stats.get(k) for k in ("cpu_s", "peak_rss_bytes", "worker", "attempts")},
+    }
     return record

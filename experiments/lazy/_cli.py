@@ -15,6 +15,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
+from .._sweep import add_sweep_options
 
 DEFAULT_ALPHAS = [float(10 ** (k / 2)) for k in range(13)]  # 10^0 ... 10^6, half-decades
 
@@ -125,6 +126,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         max_steps_help="step budget per α",
     )
     add_run_folder_options(p, "lazy", progress=True)
+    add_sweep_options(p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +141,8 @@ def settings(args) -> dict:
 
     s = {key: getattr(args, key) for key in DEFAULTS}
     s["alphas"] = parse_list("--alphas", s["alphas"], positive=True) or list(DEFAULT_ALPHAS)
+    if len(set(s["alphas"])) < len(s["alphas"]):  # one sweep task per α
+        raise UsageError(f"--alphas: each α once, got {', '.join(f'{a:g}' for a in s['alphas'])}")
     s["classes"] = ",".join(map(str, parse_classes(s["classes"])))
     if s["nodes"] is None:
         s["nodes"] = flows.LAZY_NODES

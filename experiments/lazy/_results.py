@@ -7,7 +7,7 @@ import numpy as np
 import flows
 
 from .._files import versions, write_json, write_npz
-from ._alpha import LOSS, NON_SMOOTH, _part
+from ._alpha import LOSS, NON_SMOOTH
 
 EXPECTED_SLOPES = {
     "doubled": {"weight_gap": -2, "output_gap": -2, "heldout_output_gap": -2, "distance": -1},
@@ -84,10 +84,11 @@ RUN_KEYS = (  # the stable per-α schema of results.json, in this order
 )
 
 
-def write_results(folder, config, records, constants, s, t1) -> None:
-    """results.json and trajectories.npz from the parts of every α."""
+def write_results(folder, config, records, parts, constants, s, t1, sweep) -> None:
+    """results.json and trajectories.npz from the records and the arrays (`parts`) of every α;
+    `sweep` describes where the tasks ran."""
     runs, series = [], {}
-    for rec in records:
+    for rec, part in zip(records, parts):
         alpha = rec["alpha"]
         extra = {
             "theorem_2_4_rate": constants.theorem_2_4_rate,
@@ -100,8 +101,7 @@ def write_results(folder, config, records, constants, s, t1) -> None:
             "theorem_2_4_conditions_hold": constants.theorem_2_4_conditions(alpha),
         }
         if not rec["failed"]:
-            with np.load(_part(folder, rec["index"], "npz")) as part:
-                arrays = {key: part[key] for key in part.files}
+            arrays = dict(part)
             arrays["theorem_2_4_bound"] = flows.theorem_2_4_bound(arrays["ts"], alpha, constants)
             # measured: ‖αh(w_α(t)) − y*‖ ≤ bound at every save time (1e-9: round-off at t = 0)
             extra["theorem_2_4_bound_held"] = bool(
@@ -120,6 +120,7 @@ def write_results(folder, config, records, constants, s, t1) -> None:
         "runs": runs,
         "fits": _fits(runs, heldout=config["n_test"] > 0),
         "theory": _theory(constants, s, t1),
+        "sweep": sweep,
         "complete": True,
     }
     write_json(os.path.join(folder, "results.json"), results)

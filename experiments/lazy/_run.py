@@ -1,15 +1,14 @@
 """The lazy sweep: settings, data, constants, every α, results, figures, summary."""
 
 import jax
-from tqdm.auto import tqdm
 
 import flows
 
-from .. import _interrupt
+from .. import _interrupt, _sweep
 from .._files import sha256
 from .._options import UsageError
 from .._run_folder import RunFolder, resumed_settings
-from ._alpha import LOSS, NON_SMOOTH, _finished, solve_alpha
+from ._alpha import LOSS, NON_SMOOTH, alpha_task, record_of
 from ._cli import DEFAULTS, settings
 from ._inputs import build_model, describe, load_data
 from ._report import print_summary
@@ -29,7 +28,11 @@ def _horizon(s, constants) -> float:
 
 def run(args) -> int:
     s = settings(args)
-    progress = not args.no_progress
+    with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
+        return _run(args, s, sweep)
+
+
+def _run(args, s, sweep) -> int:
     folder = RunFolder.choose("lazy", args.out, args.resume)
     stored = folder.stored_config() if folder.resumed else None
     if stored is not None:
@@ -80,10 +83,13 @@ def run(args) -> int:
         f"{flows.LAZY_REMAINDER_ALPHA:g}, direct form below",
     }
     folder.start(config)
-    records = _sweep(folder, s, model, (X, Y), X_test if len(X_test) else None, ts, progress)
+    shared = {"settings": s, "X": X, "Y": Y, "heldout": X_test if len(X_test) else None, "ts": ts}
+    results = _alpha_sweep(sweep, folder, shared)
+    records = [record_of(r) for r in results]
     _interrupt.check()
     try:
-        write_results(folder.path, config, records, constants, s, t1)
+        arrays = [r.arrays for r in results]
+        write_results(folder.path, config, records, arrays, constants, s, t1, _info(sweep, results))
         from ._plots import plot  # matplotlib only when drawing: `gradflows list` stays fast
 
         figures = plot(folder.path)
@@ -91,33 +97,55 @@ def run(args) -> int:
     except Exception as e:  # the finished α stay on disk: say so, and how to redo the report
         raise RuntimeError(
             f"the report stage failed ({type(e).__name__}: {e}); {folder.kept} are kept in "
-            f"{folder.path} (alpha-XX.json/.npz); write the report again with: "
+            f"{folder.path} (part-<key>.json/.npz); write the report again with: "
             f"{folder.resume_command()}"
         ) from e
     return 1 if any(r["failed"] for r in records) else 0
 
 
-def _sweep(folder, s, model, data, heldout, ts, progress) -> list[dict]:
-    alphas = s["alphas"]
-    done = [_finished(folder.path, i) for i in range(len(alphas))]
-    records = []
+def _alpha_sweep(sweep, folder, shared) -> list:
+    """Every α as a task of the sweep layer; the interrupt line counts the finished ones."""
+    alphas = shared["settings"]["alphas"]
+    tasks = [{"alpha": alpha} for alpha in alphas]
+    finished = [0]
 
-    def kept():
-        n = len(records) + sum(r is not None for r in done[len(records) :])
-        folder.kept = f"{n} of {len(alphas)} α finished"
+    def kept(result):
+        finished[0] += not result.failed
+        folder.kept = f"{finished[0]} of {len(alphas)} α finished"
 
-    kept()
-    initial = len(alphas) - done.count(None)
-    bar = tqdm(total=len(alphas), initial=initial, desc="alpha sweep", disable=not progress)
-    try:
-        for i, alpha in enumerate(alphas):
-            record = done[i]
-            if record is None:
-                _interrupt.check()
-                record = solve_alpha(i, alpha, model, data, heldout, s, ts, folder.path, progress)
-                bar.update(1)
-            records.append(record)
-            kept()
-    finally:
-        bar.close()
-    return records
+    folder.kept = f"0 of {len(alphas)} α finished"
+    return sweep.run(
+        alpha_task,
+        tasks,
+        folder.path,
+        shared=shared,
+        desc="alpha sweep",
+        check=_interrupt.check,
+        on_result=kept,
+        order=_interleaved(alphas),
+    )
+
+
+def _interleaved(alphas) -> list[int]:
+    """Task order: the two forms of lazy_comparison alternate (direct, remainder, direct, ...),
+    so that two workers start by compiling different forms and each later loads the other's
+    from the shared compilation cache instead of compiling it again."""
+    forms = ([], [])
+    for i, alpha in enumerate(alphas):
+        forms[flows.lazy_remainder_rule(alpha)].append(i)
+    direct, remainder = forms
+    order = [i for pair in zip(direct, remainder) for i in pair]
+    n = min(len(direct), len(remainder))
+    return order + direct[n:] + remainder[n:]
+
+
+def _info(sweep, results) -> dict:
+    """Where the tasks ran and how long they took (results.json's "sweep")."""
+    walls = [r.stats["wall_s"] for r in results if "wall_s" in r.stats]
+    return {
+        "backend": sweep.describe(),
+        "tasks": len(results),
+        "task_wall_s_total": sum(walls),
+        "critical_path_s": max(walls, default=0.0),
+        "parts": "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})",
+    }

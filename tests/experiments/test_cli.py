@@ -12,7 +12,7 @@ from tests.helpers import ROOT, cli, one_line
 # Options that make each experiment tiny (used where an experiment must get past validation).
 TINY = {
     "lazy": ["--width", "4", "--n-train", "6", "--n-test", "0", "--t1", "0.1", "--n-times", "4",
-             "--alphas", "10", "--no-progress"],
+             "--alphas", "10", "--no-progress", "--workers", "0"],
     "balance": ["--parts", "gd", "--n-train", "20", "--hidden", "3,2", "--etas", "0.2,0.1",
                 "--gd-t1", "2", "--n-save", "4"],
     "portrait": ["--figures", "seed", "--grid", "5"],

@@ -12,13 +12,15 @@ import time
 
 import pytest
 
+from experiments._sweep import task_key
 from tests.helpers import gradflows
 
 pytestmark = pytest.mark.slow
 
 RUNS = {  # small, but several units of work each, so that an interrupt lands mid-run
     "lazy": (["--width", "8", "--n-train", "12", "--n-test", "0", "--t1", "0.5", "--n-times",
-              "10", "--alphas", "1,3,10,30,100,300", "--no-progress"], "alpha-00.json"),
+              "10", "--alphas", "1,3,10,30,100,300", "--no-progress", "--workers", "0"],
+             f"part-{task_key({'alpha': 1.0})}.json"),  # Dask: tests/experiments/test_lazy_sweep.py
     "balance": (["--parts", "gd,squared", "--n-train", "40", "--hidden", "4,3", "--etas",
                  "0.2,0.1", "--gd-t1", "4", "--squared-t1", "10", "--n-save", "10"],
                 "results.json"),

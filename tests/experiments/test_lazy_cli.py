@@ -7,17 +7,19 @@ own per-α numbers, and Theorem 2.2's bound √(T·R(αh(w0)))/α against the me
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from experiments import _cli, table, teacher
+from experiments._sweep import task_key
 from tests.helpers import cli, one_line, write
 
 main = _cli.main
 
 TINY = ["--width", "8", "--n-train", "12", "--n-test", "6", "--t1", "0.5", "--n-times", "15"]
-TINY += ["--no-progress"]
+TINY += ["--no-progress", "--workers", "0"]  # on Dask workers: tests/experiments/test_lazy_sweep.py
 SCHEMA_RUN = {
     "alpha",
     "sup_weight_gap",
@@ -111,17 +113,18 @@ def test_measurements_stay_below_theorem_bounds_and_rates_match_theory(doubled):
 @pytest.mark.slow
 def test_resume_recomputes_only_the_missing_alpha(doubled, tmp_path, capsys):
     folder = str(tmp_path / "resumed")
-    os.makedirs(folder)
-    for name in os.listdir(doubled):
-        if name.startswith(("alpha-", "config")) and not name.startswith("alpha-02"):
-            with open(os.path.join(doubled, name), "rb") as src:
-                with open(os.path.join(folder, name), "wb") as dst:
-                    dst.write(src.read())
-    kept = open(os.path.join(folder, "alpha-00.json")).read()
-    assert main(["run", "lazy", "--resume", folder, "--no-progress"]) == 0
-    assert open(os.path.join(folder, "alpha-00.json")).read() == kept  # not recomputed
-    new, old = _results(folder)["runs"][2], _results(doubled)["runs"][2]
-    assert new["sup_weight_gap"] == pytest.approx(old["sup_weight_gap"], rel=1e-12)
+    shutil.copytree(doubled, folder)
+    os.remove(os.path.join(folder, "results.json"))
+    missing = task_key({"alpha": 1000.0})
+    for ext in ("json", "npz"):
+        os.remove(os.path.join(folder, f"part-{missing}.{ext}"))
+    kept = os.path.join(folder, f"part-{task_key({'alpha': 10.0})}.json")
+    before = open(kept).read()
+    assert main(["run", "lazy", "--resume", folder, "--no-progress", "--workers", "0"]) == 0
+    assert open(kept).read() == before  # not recomputed
+    new, old = _results(folder)["runs"], _results(doubled)["runs"]
+    assert [r["task"]["resumed"] for r in new] == [True, True, False]
+    assert new[2]["sup_weight_gap"] == old[2]["sup_weight_gap"]  # the same bits
     capsys.readouterr()
     assert main(["run", "lazy", "--resume", folder, "--width", "9"]) == 2
     err = capsys.readouterr().err.strip()
@@ -136,7 +139,7 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
     (run,) = _results(folder)["runs"]
     assert run["failed"] is True and "MaxStepsReached" in run["reason"]
     assert run["sup_weight_gap"] is None and _results(folder)["fits"]["weight_gap_slope"] is None
-    assert os.path.exists(os.path.join(folder, "alpha-00.json"))
+    assert os.path.exists(os.path.join(folder, f"part-{task_key({'alpha': 10.0})}.json"))
 
 
 @pytest.mark.parametrize(
@@ -267,4 +270,4 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
     th = _results(out)["theory"]
     assert th["alpha_min"] is None and th["unavailable"]["alpha_min"]
     assert "alpha_min unavailable" in captured.out or "C0 unavailable" in captured.out
-    assert os.path.exists(os.path.join(out, "alpha-00.npz"))
+    assert os.path.exists(os.path.join(out, f"part-{task_key({'alpha': 10.0})}.npz"))

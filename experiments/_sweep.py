@@ -1,0 +1,333 @@
+"""The sweep layer: a grid of independent tasks, run in-process or on a Dask cluster.
+
+A task is a JSON-able dict of settings (`{"alpha": 10.0}`, `{"width": 64, "seed": 3}`); its key
+is a hash of those settings (`task_key`). `Sweep.run(fn, tasks, folder)` calls
+`fn(task, shared, ctx) -> (record, arrays)` once per task whose part is not yet in `folder`,
+writes each result as its own part (`part-<key>.npz`, then `part-<key>.json`, each
+atomically: the JSON is written last and marks the part as finished), and returns the
+results of all tasks, read back from their parts, in the order of `tasks`. An interrupted sweep
+keeps its parts; running it again on the same folder (`--resume`) skips them.
+
+Backends:
+- `Sweep(workers=0)`: in the calling process, one task after another, no Dask.
+- `Sweep(workers=N)`: a Dask `LocalCluster` of N worker processes with one thread each,
+  started (spawn, not fork: JAX and fork do not mix) when the first task is pending.
+- `Sweep(scheduler="tcp://host:8786")`: the workers of a running Dask cluster.
+
+A worker that dies while running a task (killed, out of memory) costs that task one retry on
+another worker; a second death reports it as failed with the reason, and the sweep goes on.
+The workers' logs and each task's own output (its solver progress) go to `folder/logs/`.
+"""
+
+import argparse
+import collections
+import contextlib
+import logging
+import os
+import tempfile
+import time
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ._options import UsageError
+from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
+
+CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
+
+
+def default_workers() -> int:
+    """The number of cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class Sweep:
+    """Where the tasks of sweeps run; a context manager that shuts its cluster down on exit.
+
+    **Arguments:**
+    - `workers`: 0 runs in this process; N > 0 starts a local Dask cluster of N single-thread
+      worker processes (spawned on first need, reused by later `run` calls, at most one per
+      pending task); None means `default_workers()`, or the scheduler's workers.
+    - `scheduler`: address of a running Dask scheduler (`tcp://host:8786`); connected to at
+      once. Give `workers` or `scheduler`, not both.
+    - `progress`: one tqdm bar over the tasks, and the tasks' own progress in their logs.
+
+    **Raises:** `UsageError` (a ValueError) for a negative or non-integer `workers`, both
+    `workers` and `scheduler`, or a scheduler that does not answer within 8 s.
+    """
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, *, progress=True):
+        if scheduler is not None and workers is not None:
+            raise UsageError("give --workers or --scheduler, not both")
+        if scheduler is None:
+            workers = default_workers() if workers is None else workers
+            if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)):
+                raise UsageError(f"--workers must be an integer >= 0, got {workers!r}")
+            if workers < 0:
+                raise UsageError(f"--workers must be an integer >= 0, got {workers}")
+        self.workers, self.scheduler, self.progress = workers, scheduler, progress
+        self._client = self._cluster = None
+        self._stack = contextlib.ExitStack()
+        self._logged = set()  # run folders whose logs/cluster.log gets this process's log
+        if scheduler is not None:
+            self._client = self._connect(scheduler)
+
+    def __enter__(self):
+        return self
+
+    def describe(self) -> str:
+        """Where the tasks run, in words (recorded with the results)."""
+        if self.scheduler is not None:
+            return f"Dask scheduler {self.scheduler}"
+        if self.workers == 0:
+            return "in-process (--workers 0)"
+        return f"Dask LocalCluster, {self.workers} worker processes, 1 thread each"
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @staticmethod
+    def _connect(address: str):
+        from distributed import Client
+
+        try:
+            return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise UsageError(
+                f"--scheduler {address}: no Dask scheduler answered within "
+                f"{CONNECT_TIMEOUT_S} s ({reason})"
+            ) from None
+
+    def _client_for(self, pending: int, folder: str):
+        """The Dask client; the local cluster is started (or grown) here."""
+        from distributed import Client, LocalCluster
+
+        from ._sweep_task import LOG_FORMAT, WorkerSetup
+
+        if self._client is None:
+            import dask
+
+            self._stack.enter_context(
+                dask.config.set(
+                    {
+                        "distributed.worker.multiprocessing-method": "spawn",
+                        "distributed.scheduler.allowed-failures": 0,  # the sweep retries once
+                    }
+                )
+            )
+            # One compilation cache for the local workers: what one worker compiled, the
+            # others load (the same executable, so the same bits) instead of compiling again.
+            cache = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="gradflows-"))
+            self._cluster = LocalCluster(
+                env={"JAX_COMPILATION_CACHE_DIR": cache},
+                n_workers=min(self.workers, pending),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # their log goes to logs/, not the terminal
+            )
+            self._client = Client(self._cluster, set_as_default=False)
+        elif self._cluster is not None and len(self._cluster.workers) < min(self.workers, pending):
+            self._cluster.scale(min(self.workers, pending))
+        self._client.register_plugin(WorkerSetup(folder, local=self._cluster is not None))
+        if self._cluster is not None and folder not in self._logged:  # scheduler and nannies
+            self._logged.add(folder)
+            handler = logging.FileHandler(os.path.join(folder, "logs", "cluster.log"))
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            logger = logging.getLogger("distributed")
+            logger.addHandler(handler)
+            self._stack.callback(handler.close)
+            self._stack.callback(logger.removeHandler, handler)
+        return self._client
+
+    def close(self) -> None:
+        """Shut the local cluster down (its worker processes end) or detach from the scheduler."""
+        try:
+            if self._client is not None:
+                self._client.close(timeout=10)
+            if self._cluster is not None:
+                self._cluster.close(timeout=10)
+        finally:
+            self._client = self._cluster = None
+            self._stack.close()  # after the cluster: its closing is logged
+
+    def run(
+        self,
+        fn,
+        tasks,
+        folder: str,
+        *,
+        shared=None,
+        desc: str = "tasks",
+        check=None,
+        on_result=None,
+        order=None,
+    ) -> list:
+        """Run every task of `tasks` whose part is not in `folder`; return all their results.
+
+        **Arguments:**
+        - `fn`: `fn(task, shared, ctx) -> (record, arrays)`, a module-level function (workers
+          import it); `record` a JSON-able dict (no NaN/inf), `arrays` a dict of arrays or
+          None; `ctx` a `TaskContext`. An exception it raises fails that task only.
+        - `tasks`: JSON-able dicts of settings, distinct; run in this order as workers free up.
+        - `folder`: the run folder: parts `part-<key>.json` (and `.npz`), logs in `logs/`.
+        - `shared`: one object passed to every task (sent with each, so keep it small:
+          arrays of data, settings; build models inside `fn`).
+        - `desc`: the progress bar's label.
+        - `check`: called between tasks in-process and every 0.1 s while tasks run on a
+          cluster; what it raises (an interrupt) stops the sweep: running tasks are cancelled,
+          finished parts stay.
+        - `on_result`: called with each `TaskResult` as it is known (resumed ones first).
+        - `order`: the indices of `tasks` in the order to start them (default: as given);
+          the results keep the order of `tasks`.
+
+        **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
+
+        **Raises:** ValueError if two tasks have the same settings; whatever `check` raises;
+        KeyboardInterrupt passes through likewise.
+        """
+        tasks = [dict(t) for t in tasks]
+        keys = [task_key(t) for t in tasks]
+        if len(set(keys)) != len(keys):
+            seen, repeated = set(), []
+            for t, k in zip(tasks, keys):
+                if k in seen:
+                    repeated.append(t)
+                seen.add(k)
+            raise ValueError(f"tasks must be distinct; repeated: {repeated}")
+        folder = os.path.abspath(folder)
+        os.makedirs(folder, exist_ok=True)
+        results = [load_part(folder, k, t) for k, t in zip(keys, tasks)]
+        order = list(range(len(tasks))) if order is None else [int(i) for i in order]
+        if sorted(order) != list(range(len(tasks))):
+            raise ValueError(f"order must be a permutation of 0..{len(tasks) - 1}, got {order}")
+        pending = [i for i in order if results[i] is None]
+        check = check or (lambda: None)
+        on_result = on_result or (lambda result: None)
+        for r in results:
+            if r is not None:
+                on_result(r)
+        bar = tqdm(
+            total=len(tasks),
+            initial=len(tasks) - len(pending),
+            desc=desc,
+            unit="task",
+            disable=not self.progress,
+        )
+
+        def done(i, out, attempts):
+            if "stats" in out:
+                results[i] = write_part(folder, keys[i], tasks[i], out, attempts)
+                bar.set_postfix_str(f"last {results[i].stats['wall_s']:.1f} s", refresh=False)
+            else:  # no worker finished it
+                error = out["error"]
+                log(folder, keys[i], error + "\n")
+                results[i] = TaskResult(keys[i], tasks[i], None, {}, {"attempts": attempts}, error)
+            bar.update(1)
+            if results[i].failed:
+                tqdm.write(f"task {tasks[i]} failed: {results[i].error} (logs/{keys[i]}.log)")
+            on_result(results[i])
+
+        try:
+            if pending and self.scheduler is None and self.workers == 0:
+                from ._sweep_task import execute
+
+                for i in pending:
+                    check()
+                    done(i, execute(fn, tasks[i], shared, keys[i], folder, False, self.progress), 1)
+            elif pending:
+                self._run_dask(fn, tasks, keys, shared, folder, pending, done, check)
+        finally:
+            bar.close()
+        return results
+
+    def _run_dask(self, fn, tasks, keys, shared, folder, pending, done, check) -> None:
+        from distributed.client import FutureCancelledError
+        from distributed.scheduler import KilledWorker
+
+        from ._sweep_task import execute
+
+        os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
+        client = self._client_for(len(pending), folder)
+        queue = collections.deque(pending)
+        running = {}  # future -> (task index, attempt)
+
+        def submit(i, attempt):
+            args = (fn, tasks[i], shared, keys[i], folder, True, self.progress)
+            future = client.submit(execute, *args, key=f"task-{keys[i]}-{attempt}", pure=False)
+            running[future] = (i, attempt)
+
+        def fill():  # one task per worker thread: a dying worker takes only its own task
+            free = max(1, sum(client.nthreads().values())) - len(running)
+            while queue and free > 0:
+                submit(queue.popleft(), 1)
+                free -= 1
+
+        try:
+            fill()
+            while running:
+                check()
+                finished = [f for f in running if f.done()]
+                if not finished:
+                    time.sleep(0.1)
+                    continue
+                for future in finished:
+                    i, attempt = running.pop(future)
+                    try:
+                        out = future.result()
+                    except KilledWorker as e:
+                        if attempt == 1:
+                            if os.path.exists(checkpoint_path(folder, keys[i])):
+                                os.remove(checkpoint_path(folder, keys[i]))  # start afresh
+                            tqdm.write(f"task {tasks[i]}: its worker died; retrying it")
+                            submit(i, 2)
+                            continue
+                        out = {"error": f"its worker died twice while running it ({e})"}
+                    except (FutureCancelledError, OSError, RuntimeError) as e:
+                        out = {"error": f"lost by the cluster ({type(e).__name__}: {e})"}
+                    finally:
+                        future.release()
+                    done(i, out, attempt)
+                fill()
+        except BaseException:
+            client.cancel(list(running), force=True)
+            raise
+
+
+def add_sweep_options(parser: argparse.ArgumentParser) -> None:
+    """The `--workers` and `--scheduler` options of every sweeping experiment."""
+    g = parser.add_argument_group("parallel (Dask)")
+    g.add_argument(
+        "--workers",
+        type=_workers_option,
+        default=None,
+        metavar="N",
+        help="local worker processes, one thread each (default: the number of cores, "
+        f"{default_workers()} here); 0 runs every task in this process, without Dask",
+    )
+    g.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run the tasks on a running Dask cluster, e.g. tcp://host:8786 (see README)",
+    )
+
+
+def _workers_option(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {n}")
+    return n
+
+
+def from_args(args) -> Sweep:
+    """The `Sweep` of the parsed `--workers`/`--scheduler` options (connects to a scheduler)."""
+    return Sweep(args.workers, args.scheduler, progress=not args.no_progress)

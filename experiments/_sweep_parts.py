@@ -1,0 +1,96 @@
+"""The parts of a sweep: one JSON (and `.npz`) file per finished task, keyed by its settings."""
+
+import dataclasses
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from ._files import plain, write_json, write_npz
+
+
+def task_key(task: dict) -> str:
+    """The key of a task: 16 hex digits of the SHA-256 of its settings as canonical JSON.
+
+    Floats are written by `repr`, so `1e3` and `1000.0` give one key; key order does not matter.
+    """
+    text = json.dumps(plain(task), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskResult:
+    """One task of a sweep, as read back from its part.
+
+    - `record`: the dict the task function returned (None if the task could not be finished);
+    - `arrays`: its arrays (`{}` if none or failed);
+    - `stats`: wall_s, cpu_s, peak_rss_bytes (and how it was read), worker, host, pid, attempts;
+    - `error`: None, or why the task could not be finished (no part is written then, so a
+      resumed sweep tries it again);
+    - `resumed`: True if the part was already in the folder.
+    """
+
+    key: str
+    task: dict
+    record: dict | None
+    arrays: dict
+    stats: dict
+    error: str | None = None
+    resumed: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+def _paths(folder: str, key: str) -> tuple[str, str]:
+    base = os.path.join(folder, f"part-{key}")
+    return base + ".json", base + ".npz"
+
+
+def checkpoint_path(folder: str, key: str) -> str:
+    """Where task `key` may keep a mid-task checkpoint (`TaskContext.checkpoint`)."""
+    return os.path.join(folder, f"part-{key}.checkpoint.npz")
+
+
+def log(folder: str, key: str, text: str) -> None:
+    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
+    with open(os.path.join(folder, "logs", f"{key}.log"), "a") as f:
+        f.write(text)
+
+
+def load_part(folder: str, key: str, task: dict) -> TaskResult | None:
+    """The finished part of `task`, or None if it is missing, unreadable or another task's."""
+    path_json, path_npz = _paths(folder, key)
+    try:
+        with open(path_json) as f:
+            part = json.load(f)
+        if part["task"] != plain(task):
+            return None
+        arrays = {}
+        if part["arrays"]:
+            with np.load(path_npz, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in part["arrays"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return TaskResult(key, task, part["record"], arrays, part["stats"], resumed=True)
+
+
+def write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> TaskResult:
+    path_json, path_npz = _paths(folder, key)
+    stats = {**out["stats"], "attempts": attempts}
+    if "error" in out:
+        log(folder, key, out["traceback"])
+        return TaskResult(key, task, None, {}, stats, error=out["error"])
+    arrays = {name: np.asarray(a) for name, a in out["arrays"].items()}
+    try:
+        if arrays:
+            write_npz(path_npz, **arrays)
+        write_json(path_json, {"key": key, "task": task, "record": out["record"],
+                               "arrays": sorted(arrays), "stats": stats})  # fmt: skip
+    except ValueError as e:  # a NaN in the record is never written as data
+        return TaskResult(key, task, None, {}, stats, error=f"cannot write its part: {e}")
+    if os.path.exists(checkpoint_path(folder, key)):
+        os.remove(checkpoint_path(folder, key))
+    return dataclasses.replace(load_part(folder, key, task), resumed=False)

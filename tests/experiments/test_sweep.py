@@ -1,0 +1,196 @@
+"""The sweep layer with a cheap task: keys, parts, resume, same bits on a real LocalCluster,
+a worker killed mid-task, a task that kills every worker, memory per task, bad backends."""
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import cloudpickle
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments._options import UsageError
+from experiments._sweep import Sweep, task_key
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
+
+TASKS = [{"seed": s, "scale": 10.0**s} for s in range(6)]
+
+
+def cheap(task, shared, ctx):
+    """A float64 JAX computation per task; each execution leaves a marker with its pid."""
+    jax.config.update("jax_enable_x64", True)
+    with open(os.path.join(shared["markers"], f"{ctx.key}-{os.getpid()}-{time.time_ns()}"), "w"):
+        pass
+    if task.get("die"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if task.get("raise"):
+        raise ZeroDivisionError("this task divides by zero")
+    time.sleep(task.get("sleep", 0.0))
+    w = jax.random.normal(jax.random.PRNGKey(task["seed"]), (40, 40), dtype=jnp.float64)
+    x = jnp.tanh(task["scale"] * w) @ jnp.sin(w)
+    mb = task.get("megabytes", 0)
+    if mb:
+        block = np.ones(mb * 2**17)  # touched: mb MiB resident
+        assert block.sum() == mb * 2**17
+    return {"trace": float(jnp.trace(x)), "norm": float(jnp.linalg.norm(x))}, {"x": np.asarray(x)}
+
+
+def _runs(markers, key):
+    return [name for name in os.listdir(markers) if name.startswith(key)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with Sweep(workers=2, progress=False) as sweep:
+        yield sweep
+
+
+@pytest.fixture
+def shared(tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    return {"markers": str(markers)}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The tasks run in-process: the numbers every backend must reproduce bit for bit."""
+    folder = tmp_path_factory.mktemp("reference")
+    os.mkdir(folder / "markers")
+    with Sweep(workers=0, progress=False) as sweep:
+        return sweep.run(cheap, TASKS, str(folder), shared={"markers": str(folder / "markers")})
+
+
+def test_task_key_is_sha256_of_canonical_settings():
+    text = '{"alpha":1000.0,"seed":2}'
+    assert task_key({"seed": 2, "alpha": 1e3}) == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert task_key({"alpha": 1000.0, "seed": 2}) == task_key({"seed": 2, "alpha": 1e3})
+    assert task_key({"alpha": 1000.0, "seed": 2}) != task_key(
+        {"alpha": 1000.0000000000001, "seed": 2}
+    )
+
+
+def test_each_task_is_one_part_and_a_second_run_computes_only_new_tasks(
+    reference, tmp_path, shared
+):
+    folder = str(tmp_path / "run")
+    with Sweep(workers=0, progress=False) as sweep:
+        first = sweep.run(cheap, TASKS[:4], folder, shared=shared)
+        assert sorted(os.listdir(folder)) == sorted(
+            f"part-{r.key}.{ext}" for r in first for ext in ("json", "npz")
+        )
+        second = sweep.run(cheap, TASKS, folder, shared=shared)
+    assert [r.resumed for r in second] == [True] * 4 + [False] * 2
+    for r in second:
+        assert len(_runs(shared["markers"], r.key)) == 1  # computed once, over both runs
+    for r, ref in zip(second, reference):
+        assert r.record == ref.record and np.array_equal(r.arrays["x"], ref.arrays["x"])
+    with open(os.path.join(folder, f"part-{second[0].key}.json")) as f:
+        part = json.load(f)
+    assert part["task"] == TASKS[0] and part["stats"]["wall_s"] > 0
+    assert part["stats"]["peak_rss_bytes"] > 10 * 2**20  # a JAX process holds > 10 MiB
+
+
+def test_repeated_tasks_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="repeated"):
+        Sweep(workers=0).run(cheap, [{"seed": 1}, {"seed": 1}], str(tmp_path))
+
+
+def test_a_task_that_raises_fails_alone_and_is_tried_again_on_resume(tmp_path, shared):
+    tasks = [{"seed": 0, "scale": 1.0}, {"seed": 1, "scale": 1.0, "raise": True}]
+    with Sweep(workers=0, progress=False) as sweep:
+        ok, bad = sweep.run(cheap, tasks, str(tmp_path), shared=shared)
+        assert not ok.failed and bad.error == "ZeroDivisionError: this task divides by zero"
+        with open(tmp_path / "logs" / f"{bad.key}.log") as f:
+            assert "Traceback" in f.read()
+        assert not os.path.exists(tmp_path / f"part-{bad.key}.json")
+        sweep.run(cheap, tasks, str(tmp_path), shared=shared)
+    assert (
+        len(_runs(shared["markers"], bad.key)) == 2 and len(_runs(shared["markers"], ok.key)) == 1
+    )
+
+
+def test_peak_memory_is_measured_per_task(tmp_path, shared):
+    tasks = [{"seed": 0, "scale": 1.0, "megabytes": 400}, {"seed": 1, "scale": 1.0}]
+    with Sweep(workers=0, progress=False) as sweep:
+        big, small = sweep.run(cheap, tasks, str(tmp_path), shared=shared)
+    assert big.stats["peak_rss_method"].startswith("VmHWM")
+    assert big.stats["peak_rss_bytes"] >= 400 * 2**20
+    # the 400 MiB block was freed: the next task's peak does not include it
+    assert small.stats["peak_rss_bytes"] < big.stats["peak_rss_bytes"] - 300 * 2**20
+
+
+@pytest.mark.slow
+def test_a_local_cluster_gives_the_same_bits_as_in_process(cluster, reference, tmp_path, shared):
+    results = cluster.run(cheap, TASKS, str(tmp_path), shared=shared)
+    for r, ref in zip(results, reference):
+        assert not r.failed and r.record == ref.record
+        assert np.array_equal(r.arrays["x"], ref.arrays["x"])
+        assert r.stats["worker"] != "client" and r.stats["pid"] != os.getpid()
+    assert len({r.stats["pid"] for r in results}) == 2  # both workers took tasks
+    assert os.listdir(tmp_path / "logs")  # the workers' and tasks' logs
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_task_costs_that_task_one_recompute(
+    cluster, reference, tmp_path, shared
+):
+    tasks = [dict(t, sleep=1.0) for t in TASKS]
+    victim = task_key(tasks[2])
+    killed = []
+
+    def kill_when_started():
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline:
+            for name in _runs(shared["markers"], victim):
+                pid = int(name.split("-")[1])
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=kill_when_started)
+    thread.start()
+    results = cluster.run(cheap, tasks, str(tmp_path), shared=shared)
+    thread.join()
+    assert len(killed) == 1
+    for r, ref in zip(results, reference):
+        assert not r.failed and r.record == ref.record
+        assert np.array_equal(r.arrays["x"], ref.arrays["x"])
+        runs = len(_runs(shared["markers"], r.key))
+        assert (runs, r.stats["attempts"]) == ((2, 2) if r.key == victim else (1, 1))
+
+
+@pytest.mark.slow
+def test_a_task_that_kills_every_worker_fails_after_one_retry(cluster, tmp_path, shared):
+    tasks = [{"seed": 0, "scale": 1.0, "die": True}, {"seed": 1, "scale": 1.0}]
+    start = time.monotonic()
+    dead, ok = cluster.run(cheap, tasks, str(tmp_path), shared=shared)
+    assert time.monotonic() - start < 120  # it does not hang
+    assert dead.failed and "died twice" in dead.error and not ok.failed
+    assert len(_runs(shared["markers"], dead.key)) == 2
+    assert not os.path.exists(tmp_path / f"part-{dead.key}.json")  # tried again on resume
+
+
+def test_an_unreachable_scheduler_fails_within_10_s_naming_it():
+    start = time.monotonic()
+    with pytest.raises(UsageError, match=r"--scheduler tcp://127\.0\.0\.1:1: no Dask scheduler"):
+        Sweep(scheduler="tcp://127.0.0.1:1")
+    assert time.monotonic() - start <= 10
+
+
+@pytest.mark.parametrize("workers", [-1, 1.5, "2", True])
+def test_bad_worker_counts_are_refused(workers):
+    with pytest.raises(UsageError, match="--workers must be an integer >= 0"):
+        Sweep(workers=workers)
+
+
+def test_workers_and_scheduler_together_are_refused():
+    with pytest.raises(UsageError, match="not both"):
+        Sweep(workers=2, scheduler="tcp://127.0.0.1:1")
