@@ -31,6 +31,7 @@ from ._times import log_times
 
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
 _SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
+_CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
 _ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
 
 
@@ -209,8 +210,7 @@ class _Pieces:
         busy = ", ".join(f"(i={i}, j={j}) ×{c}" for (i, j), c in common) or "none"
         now = ", ".join(f"(i={i}, j={j})" for i, j in self.slots[:limit]) or "none"
         return (
-            f"surfaces z_ij = b_j·x_i = 0 with the most recent events: {busy}; "
-            f"sliding now: {now}"
+            f"surfaces z_ij = b_j·x_i = 0 with the most recent events: {busy}; sliding now: {now}"
         )
 
 
@@ -392,7 +392,7 @@ def filippov_flow(
                     f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
                     f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`"
                 )
-            if checkpoint is not None and time.perf_counter() - last_write > 10.0:
+            if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
                 _write(checkpoint, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
                 last_write = time.perf_counter()
     finally:
