@@ -31,6 +31,7 @@ from ._times import log_times
 
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
 _SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
+_SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
 _CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
 _ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
 
@@ -225,7 +226,7 @@ def filippov_flow(
     data,
     t1: float,
     *,
-    loss=SquaredLoss(),
+    loss=_SQUARED,
     alpha: float = 1.0,
     ts=None,
     rtol: float = 1e-8,

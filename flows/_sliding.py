@@ -103,7 +103,6 @@ class PieceField(eqx.Module):
         """(distances (n, m), margins (K,)): s_ij z_ij/‖x̃_i‖ + slack off the kink (+inf where
         sliding), and each slot's slope distance to the nearer end of [σ'₋, σ'₊] over its
         length (+inf on padding slots). An event is one of them reaching 0."""
-        a, B, _ = self.unpack(y)
         z, _, theta, _ = self.solve(y, mode)
         dist = jnp.where(mode.sliding, jnp.inf, mode.sign * z / self.xnorm[:, None] + mode.slack)
         lo = jnp.minimum(self.slope_minus, self.slope_plus)

@@ -11,8 +11,6 @@ all t (p_k the first coordinates). Both one-sided fields push into the surface
 (ż1 = −a/2 with slope 1, +a/2 with slope 0), so the Filippov solution slides for all t.
 """
 
-import dataclasses
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
