@@ -280,8 +280,9 @@ def filippov_flow(
 
     **Returns:** a `Trajectory` (as `gradient_flow`). `stats` has `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`, `events`, `crossings`, `sliding_entries`,
-    `sliding_exits`, `pieces` (diffrax solves), `sliding_at_ts` (list, number of sliding
-    pre-activations at each save time), `wall_s`.
+    `sliding_exits`, `pieces` (diffrax solves), `grad_evals` (vector-field evaluations of the
+    steps, 6 per Tsit5 step + 1 per piece; event location and decisions not counted),
+    `sliding_at_ts` (list, number of sliding pre-activations at each save time), `wall_s`.
 
     **Raises:**
     - `ValueError` naming the argument: bad `t1`, `ts`, `alpha`, tolerances, data shapes,
@@ -482,6 +483,8 @@ def _trajectory(model, form, field, ts, saved, sliding_at, pieces, observables, 
         params = form.unpack(model, np.asarray(A), np.asarray(B), np.asarray(C))
     stats = {
         **dataclasses.asdict(pieces.counts),
+        # Tsit5: 6 new stages per step, plus the first stage of each piece (no FSAL carry).
+        "grad_evals": 6 * pieces.counts.num_steps + pieces.counts.pieces,
         "sliding_at_ts": [int(v) for v in sliding_at],
         "solvers": ["tsit5"],
         "result": "successful",
