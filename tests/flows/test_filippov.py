@@ -91,6 +91,23 @@ def test_crossing_into_sliding_is_located_and_matches_the_hand_solution():
     assert traj.stats["sliding_at_ts"] == [int(t > t_hit) for t in TS]
 
 
+def test_sliding_on_two_surfaces_of_one_neuron_matches_the_hand_reduced_ode():
+    """Codimension 2: x1 = e1 and x2 = (½, 1, 0) both on their kink, b = (0, 0, s); the
+    active inputs x3, x4 have third coordinate 1, so f(x3) = f(x4) = a·s and the reduced ODE
+    is the one above. The slopes solve a coupled 2×2 Gram system (θ = (3/8, 1/4) for all t)."""
+    X3 = np.array([[1.0, 0.0, 0.0], [0.5, 1.0, 0.0], [-0.5, -0.25, 1.0], [0.5, 0.25, 1.0]])
+    Y3 = np.array([-1.0, -1.0, 0.5, 1.5])
+    net = models.TwoLayerNet(3, 1, activation="relu", key=jax.random.PRNGKey(0))
+    net = eqx.tree_at(lambda n: (n.a, n.b), net, (jnp.array([1.0]), jnp.array([[0, 0, 0.5]])))
+    traj = flows.filippov_flow(net, (X3, Y3), T, ts=TS, rtol=1e-11, atol=1e-13)
+    opts = dict(method="DOP853", rtol=1e-13, atol=1e-15, t_eval=TS)
+    exact = solve_ivp(_on_surface, (0.0, T), [1.0, 0.5], **opts).y
+    assert np.abs(traj.params.a[:, 0] - exact[0]).max() <= 1e-8  # measured 1.2e-11
+    assert np.abs(traj.params.b[:, 0, 2] - exact[1]).max() <= 1e-8  # measured 1.9e-11
+    assert np.abs(traj.params.b[:, 0, :2]).max() <= 1e-14
+    assert traj.stats["sliding_at_ts"] == [2] * len(TS)
+
+
 def test_gradient_descent_error_at_t10_is_first_order_in_eta():
     """GD zig-zags across z1 = 0 with period 2 (ż1 = ∓a/2 on the two sides), and its
     iterates approach the sliding solution at rate η."""
@@ -191,11 +208,13 @@ def _digits(n=10, d=3):
     X, y = load_digits(return_X_y=True)
     keep = (y == 3) | (y == 8)
     X, y = X[keep].astype(np.float64), np.where(y[keep] == 3, -1.0, 1.0)
-    order = np.random.default_rng(0).permutation(len(y))[:n]
-    Xc = X[order] - X[order].mean(0)
+    order = np.random.default_rng(0).permutation(len(y))[:200]  # the balance training split
+    mean, std = X[order].mean(0), X[order].std(0)
+    X, y = ((X - mean) / np.where(std > 0, std, 1.0))[order][:n], y[order][:n]
+    Xc = X - X.mean(0)
     _, _, vt = np.linalg.svd(Xc, full_matrices=False)
     Z = Xc @ vt[:d].T
-    return Z / Z.std(0), y[order]
+    return Z / Z.std(0), y
 
 
 @pytest.mark.slow
@@ -222,7 +241,9 @@ def test_neuron_invariants_drift_at_most_10_rtol_to_t_1e4(activation):
     assert drift <= 10 * rtol  # measured: relu 1.4e-9, abs ?, leaky ?
     assert traj.stats["num_steps"] + traj.stats["events"] <= 100_000
     assert traj.stats["sliding_entries"] >= 1
-    assert traj.loss[-1] < 1e-3 * traj.loss[0]
+    # A gradient flow, sliding included, never increases the loss.
+    assert np.all(np.diff(traj.loss) <= 1e-12 * traj.loss[0])
+    assert traj.loss[-1] < 1e-3 * traj.loss[0]  # measured: relu 7.9e-12 (from 0.61)
 
 
 # --- bad input -------------------------------------------------------------------------------
