@@ -180,9 +180,7 @@ def lazy_case(alphas=(1.0, 10.0)):
             print(json.dumps(rows[-1]), flush=True)
             continue
         first = time.perf_counter() - start
-        rows.append(
-            _row(traj, first, first, case="lazy", alpha=alpha, t1=t1, lambda_min=lam[0])
-        )
+        rows.append(_row(traj, first, first, case="lazy", alpha=alpha, t1=t1, lambda_min=lam[0]))
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
