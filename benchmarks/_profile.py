@@ -141,7 +141,7 @@ def carried_step_prototype(prob, solver_name: str, t1: float, chunks: int = 20) 
     import jax.numpy as jnp
 
     import flows
-    from flows._solvers import make_solver
+    from flows import make_solver
 
     solver = make_solver(solver_name, prob.rtol, prob.atol)
     ts = flows.log_times(t1, 100)

@@ -193,7 +193,7 @@ def main(argv=None):
     p.add_argument("--cases", nargs="+", default=["digits"], choices=sorted(CASES))
     p.add_argument("--out", default=None, help="write the rows as JSON here")
     args = p.parse_args(argv)
-    from experiments._common import versions
+    from experiments._files import versions
 
     rows = [row for name in args.cases for row in CASES[name]()]
     result = {"rtol": RTOL, "atol": ATOL, "solver": "tsit5 + events", "versions": versions()}

@@ -23,7 +23,7 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-from experiments._common import versions, write_json  # noqa: E402
+from experiments import versions, write_json  # noqa: E402
 
 from ._cases import CASES, RUNNERS, TITLES, Config, size  # noqa: E402
 from ._timing import load  # noqa: E402

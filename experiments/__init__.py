@@ -1,14 +1,33 @@
-"""Which claim from which paper: one module per seed figure or theorem, and the CLI."""
+"""Which claim from which paper: one package per seed figure or theorem, and the `gradflows` CLI.
 
-from ._portraits import ModelLoss as ModelLoss
-from ._portraits import Portrait as Portrait
-from ._portraits import ScalarLinearNet as ScalarLinearNet
-from ._portraits import ScaledObjective as ScaledObjective
-from ._portraits import TwoWeightNet as TwoWeightNet
-from ._portraits import balancedness as balancedness
-from ._portraits import conservation_portrait as conservation_portrait
-from ._portraits import flow_portrait as flow_portrait
-from ._portraits import lazy_flow_portrait as lazy_flow_portrait
-from ._portraits import linearized as linearized
-from ._portraits import save_figure as save_figure
-from ._portraits import surface_portrait as surface_portrait
+- `experiments.lazy`: `gradflows run lazy` (Chizat, Oyallon & Bach 2019);
+- `experiments.balance`: `gradflows run balance` (Du, Hu & Lee 2018; Soudry et al. 2018);
+- `experiments.portraits`: `gradflows run portrait` and the two-weight portrait library.
+
+Importing this package (or an experiment's package) is cheap: JAX, diffrax and matplotlib are
+imported only when an experiment runs or a portrait is drawn.
+"""
+
+import importlib
+
+# Public data helpers, imported on first use (PEP 562): `gradflows list` imports this package.
+_PUBLIC = {
+    "digits_pair": "._data",
+    "teacher": "._data",
+    "constant_columns": "._data",
+    "table": "._tables",
+    "Table": "._tables",
+    "versions": "._files",
+    "write_json": "._files",
+    "write_npz": "._files",
+}
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_PUBLIC])

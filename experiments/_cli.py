@@ -5,13 +5,16 @@ import importlib
 import os
 import sys
 
-from ._common import UsageError
+from . import _interrupt
+from ._options import UsageError, protect_negative_values
 
-# name -> module; each module defines DESCRIPTION, add_arguments(parser) and run(args) -> int.
+# name -> package; each defines DESCRIPTION, add_arguments(parser) and run(args) -> int, and
+# imports cheaply (no JAX, diffrax or matplotlib until run() is called).
 EXPERIMENTS = {
     "lazy": "experiments.lazy",
-    "portrait": "experiments.portrait",
+    "portrait": "experiments.portraits",
     "balance": "experiments.balance",
+    "ntk": "experiments.ntk",
 }
 
 
@@ -21,7 +24,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None) -> int:
-    """Entry point of `gradflows`. Only the experiment that is run gets imported."""
+    """Entry point of `gradflows`. Only the experiment that is run gets imported. Ctrl-C is
+    handled from the start (`experiments._interrupt`): exit 130, never a traceback."""
+    with _interrupt.handling():
+        try:
+            return _main(argv)
+        except (KeyboardInterrupt, _interrupt.Interrupted):  # before a run started
+            print(f"\n{_interrupt.line()}", file=sys.stderr)
+            return 130
+
+
+def _main(argv) -> int:
     top = _Parser(prog="gradflows", description="Exact gradient flows of training objectives.")
     sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="name the experiments")
@@ -36,21 +49,35 @@ def main(argv=None) -> int:
     mod = importlib.import_module(EXPERIMENTS[args.experiment])
     parser = _Parser(prog=f"gradflows run {args.experiment}", description=mod.DESCRIPTION)
     mod.add_arguments(parser)
-    options = parser.parse_args(args.options)
+    options = parser.parse_args(protect_negative_values(args.options))
+    _interrupt.check()
+    return _run(args.experiment, mod, options)
+
+
+def _run(name, mod, options) -> int:
     try:
         return mod.run(options)
     except UsageError as e:
-        print(f"gradflows run {args.experiment}: error: {e}", file=sys.stderr)
+        _discard()
+        print(f"gradflows run {name}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished results are kept in the run folder", file=sys.stderr)
+    except (_interrupt.Interrupted, KeyboardInterrupt):
+        print(f"\n{_interrupt.line()}", file=sys.stderr)
         return 130
     except Exception as e:  # a computation that failed: one line; GRADFLOWS_DEBUG=1 re-raises
+        _discard()
         if os.environ.get("GRADFLOWS_DEBUG"):
             raise
         message = " ".join(str(e).split()) or type(e).__name__
-        print(f"gradflows run {args.experiment}: failed: {message}", file=sys.stderr)
+        print(f"gradflows run {name}: failed: {message}", file=sys.stderr)
         return 1
+
+
+def _discard() -> None:
+    """An error before any result: remove the folder the run made (it holds only config.json)."""
+    run = _interrupt.current_run()
+    if run is not None:
+        run.discard_if_unused()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
-"""Data sets that ship with a package or are generated here (no download), and user files."""
-
-import csv
-import os
+"""Data sets that ship with a package or are generated here (no download)."""
 
 import numpy as np
+
+
+def digits_available(classes) -> int:
+    """How many of scikit-learn's bundled digits belong to the two `classes`."""
+    from sklearn.datasets import load_digits
+
+    y = load_digits().target
+    return int(np.isin(y, [int(c) for c in classes]).sum())
 
 
 def digits_pair(classes=(3, 8), n_train=100, n_test=100, seed=0):
@@ -28,18 +33,28 @@ def digits_pair(classes=(3, 8), n_train=100, n_test=100, seed=0):
             f"n_train + n_test must be at most {len(y)} for digits {a} and {b} (n_train >= 2), "
             f"got n_train={n_train}, n_test={n_test}"
         )
-    return _split_standardised(X, y, n_train, n_test, seed)
+    return split_standardised(X, y, n_train, n_test, seed)[:4]
 
 
-def _split_standardised(X, y, n_train, n_test, seed):
-    """A random train/test split; features standardised with the training mean and standard
-    deviation (constant features are left at zero)."""
+def constant_columns(X: np.ndarray) -> np.ndarray:
+    """Columns whose spread is at round-off level: std ≤ 64·eps·max|x| over the rows (an
+    exactly constant column included). Such a spread (0.1 + 0.2 against 0.3 gives 3.9e-17) is
+    no signal; dividing by it would turn round-off into a ±1 feature. Shape (d,), bool."""
+    scale = np.max(np.abs(X), axis=0) if len(X) else np.zeros(X.shape[1])
+    return X.std(axis=0) <= 64 * np.finfo(np.float64).eps * scale
+
+
+def split_standardised(X, y, n_train, n_test, seed):
+    """A random train/test split (`seed`); features standardised with the training mean and
+    standard deviation. Constant columns (`constant_columns` on the training rows) become 0.
+    Returns `(X_train, y_train, X_test, y_test, n_constant)`."""
     order = np.random.default_rng(seed).permutation(len(y))
     train, test = order[:n_train], order[n_train : n_train + n_test]
+    constant = constant_columns(X[train])
     mean, std = X[train].mean(axis=0), X[train].std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    X = (X - mean) / std
-    return X[train], y[train], X[test], y[test]
+    X = (X - mean) / np.where(constant, 1.0, std)
+    X[:, constant] = 0.0
+    return X[train], y[train], X[test], y[test], int(constant.sum())
 
 
 def teacher(n_train=100, n_test=100, dim=16, neurons=3, seed=0):
@@ -79,88 +94,17 @@ def teacher(n_train=100, n_test=100, dim=16, neurons=3, seed=0):
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
 
 
-def _one_line(error) -> str:
-    return " ".join(str(error).split())
+def digits_table(classes, n_train, n_test, seed):
+    """`digits_pair` for the CLI: a `Table` (task classification), and errors that name the
+    flags (`--classes`, `--n-train`, `--n-test`) as typed."""
+    from ._options import UsageError
+    from ._tables import Table
 
-
-def _read_table(path, target):
-    """(features (n, d), target (n,)) from a CSV with a header row or an NPZ with arrays `X`
-    and `target`; every problem is a ValueError naming the file."""
-    ext = os.path.splitext(path)[1].lower()
-    try:
-        if ext == ".csv":
-            with open(path, newline="") as f:
-                header = next(csv.reader(f), None)
-            if not header:
-                raise ValueError("empty file (a header row of column names is needed)")
-            header = [name.strip() for name in header]
-            if target not in header:
-                raise ValueError(f"no target column {target!r} (columns: {', '.join(header)})")
-            table = np.genfromtxt(path, delimiter=",", skip_header=1, dtype=np.float64, ndmin=2)
-            if table.size == 0:
-                raise ValueError("no data rows")
-            if table.shape[1] != len(header):
-                raise ValueError(f"rows have {table.shape[1]} fields, the header {len(header)}")
-            j = header.index(target)
-            return np.delete(table, j, axis=1), table[:, j]
-        if ext == ".npz":
-            try:
-                npz = np.load(path, allow_pickle=False)
-            except ValueError as e:  # not an archive numpy can read without pickles
-                raise ValueError(f"cannot read the file as NPZ ({e})") from None
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise ValueError("cannot read the file as NPZ (it holds a single .npy array)")
-            with npz:
-                if "X" not in npz.files or target not in npz.files:
-                    raise ValueError(
-                        f"an NPZ needs arrays 'X' (n, d) and {target!r} (n,); it holds "
-                        f"{', '.join(npz.files) or 'nothing'}"
-                    )
-                X, y = np.asarray(npz["X"], np.float64), np.asarray(npz[target], np.float64)
-            if X.ndim != 2 or y.ndim != 1 or len(y) != len(X):
-                raise ValueError(f"shapes X {X.shape} and {target} {y.shape}: need (n, d), (n,)")
-            return X, y
-    except ValueError as e:
-        raise ValueError(f"--data {path!r}: {_one_line(e)}") from None
-    except (OSError, UnicodeDecodeError, EOFError) as e:
-        reason = getattr(e, "strerror", None) or _one_line(e)
-        raise ValueError(f"--data {path!r}: cannot read the file ({reason})") from None
-    except Exception as e:  # a corrupt archive or table: numpy's own error says why
-        raise ValueError(
-            f"--data {path!r}: cannot read the file ({type(e).__name__}: {_one_line(e)})"
-        ) from None
-    raise ValueError(f"--data {path!r}: expected a .csv or .npz file")
-
-
-def table(path, target="target", n_train=100, n_test=100, seed=0):
-    """A user's data set: a CSV or NPZ file with features and a target column.
-
-    - CSV: a header row of column names, then one row per example, comma-separated numbers;
-      the column named `target` is the target, all others are features.
-    - NPZ: arrays `X` of shape (n, d) and `target` of shape (n,).
-
-    A target with two distinct values is mapped to ±1 (the smaller to −1); with more, the values
-    are used as real-valued regression targets. Rows are split at random (`seed`) into
-    `n_train` training and `n_test` held-out rows, and features are standardised with the
-    training mean and standard deviation. Returns `(X_train, y_train, X_test, y_test)`.
-
-    Raises `ValueError` naming the file when it cannot be read, has no target column, holds
-    NaN or non-numeric entries, a single class, or fewer rows than `n_train + n_test`.
-    """
-    X, y = _read_table(path, target)
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError(f"--data {path!r}: missing, non-numeric or NaN entries")
-    values = np.unique(y)
-    if len(values) < 2:
-        raise ValueError(f"--data {path!r}: the target {target!r} has a single class")
-    if len(values) == 2:
-        y = np.where(y == values[0], -1.0, 1.0)
-    if n_train < 2 or n_test < 0 or n_train + n_test > len(y):
-        raise ValueError(
-            f"--data {path!r} has {len(y)} rows: --n-train ({n_train}, >= 2) plus --n-test "
-            f"({n_test}) must not exceed it"
+    available = digits_available(classes)
+    if n_train < 2 or n_test < 0 or n_train + n_test > available:
+        raise UsageError(
+            f"--n-train ({n_train}, >= 2) plus --n-test ({n_test}) must not exceed {available}, "
+            f"the digits {classes[0]} and {classes[1]} available"
         )
-    split = _split_standardised(X, y, n_train, n_test, seed)
-    if len(np.unique(split[1])) < 2:
-        raise ValueError(f"--data {path!r}: the training rows hold a single class (seed={seed})")
-    return split
+    split = digits_pair(classes, n_train, n_test, seed)
+    return Table(*split, task="classification", notes=[])

@@ -36,7 +36,11 @@ def linear_closed_form(model, data, alpha: float, ts, *, loss=None, eig_tol: flo
     With J = Dh(w0) (shape `(n·k, p)`), A = c·JJᵀ and r0 = αh(w0) − y*:
       ȳ(t) = y* + e^{−tA} r0,   ū(t) = α(w̄ − w0) = −c·Jᵀ φ_t(A) r0,   φ_t(λ) = (1 − e^{−tλ})/λ,
     computed through an eigendecomposition of A. Eigenvalues below `eig_tol`·λ_max (round-off,
-    including slightly negative ones) are set to 0, where φ_t(0) = t: a singular Σ gives no NaN.
+    including slightly negative ones) are set to 0. On such a mode v, Jᵀv = 0 exactly
+    (‖Jᵀv‖² = vᵀJJᵀv = 0), so it contributes nothing to ū at any t: φ is taken as 0 there,
+    not φ_t(0) = t, which would multiply the round-off in the computed Jᵀv by t. The outputs
+    on those modes do not decay. A singular Σ thus gives no NaN, and as t → ∞ ū tends to the
+    minimum-norm solution −J⁺r0 (J⁺ the pseudo-inverse at the same cut-off).
 
     **Arguments:**
     - `model`: equinox Module on one input `(d,)`; `data`: `(X (n, d), Y (n,) or (n, k))`.
@@ -64,7 +68,7 @@ def linear_closed_form(model, data, alpha: float, ts, *, loss=None, eig_tol: flo
     t = jnp.asarray(ts)[:, None]
     decay = jnp.exp(-t * lam)
     safe = jnp.where(lam > 0, lam, 1.0)
-    phi = jnp.where(lam > 0, -jnp.expm1(-t * lam) / safe, t)
+    phi = jnp.where(lam > 0, -jnp.expm1(-t * lam) / safe, 0.0)
     outputs = jnp.ravel(Y) + (decay * r0) @ V.T
     ubar = -c * ((phi * r0) @ V.T) @ J
     losses = jax.vmap(lambda y: loss(y.reshape(Y.shape), Y))(outputs)

@@ -11,8 +11,10 @@ class StepMemoryPID(dfx.AbstractAdaptiveStepSizeController):
     """diffrax's `PIDController`, with the last proposed step size kept in the controller
     state, so that a chunked solve can resume with it (`dt0` of the next chunk) instead of
     re-estimating a step (2 evaluations) and ramping up again in every chunk. A proposed step
-    below `dtmin` that does not follow a step cut short at the end of the interval ends the
-    solve with `dt_min_reached`: the trajectory is blowing up."""
+    below `dtmin`·max(1, |t|), t the current time, that does not follow a step cut short at the
+    end of the interval ends the solve with `dt_min_reached`: the step size collapsed. The
+    floor is relative to the time reached, not to the end of the interval, so that a chunk
+    spanning many decades takes its ordinary small first steps."""
 
     pid: dfx.PIDController
     rtol: float
@@ -36,8 +38,10 @@ class StepMemoryPID(dfx.AbstractAdaptiveStepSizeController):
         # size the solution allows: keep the larger proposal across it.
         clipped = (t1 - t0) < previous * (1 - 1e-9)
         remembered = jnp.where(clipped, jnp.maximum(proposal, previous), proposal)
-        # The step size collapsing (not merely a short last step) means a blow-up.
-        collapsed = jnp.logical_and(jnp.logical_not(clipped), proposal < self.dtmin)
+        # The step size collapsing (not merely a short last step): a blow-up, a kink the
+        # controller cannot step over, or stiffness beyond the solver. The caller tells which.
+        floor = self.dtmin * jnp.maximum(1.0, jnp.abs(next_t0))
+        collapsed = jnp.logical_and(jnp.logical_not(clipped), proposal < floor)
         result = dfx.RESULTS.where(collapsed, dfx.RESULTS.dt_min_reached, result)
         return keep, next_t0, next_t1, jump, (pid_state, remembered), result
 

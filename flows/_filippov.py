@@ -19,14 +19,17 @@ import numpy as np
 import optimistix as optx
 from tqdm.auto import tqdm
 
-from ._checks import check_finite, check_positive, check_solve_settings, check_ts
+from ._checks import check_finite, check_positive, check_ts
 from ._controller import step_memory_pid
+from ._failures import MaxStepsReached
 from ._flow import Trajectory
-from ._integrate import MaxStepsReached, _atomic_savez
+from ._integrate import _atomic_savez
 from ._kinks import two_layer_form
 from ._losses import SquaredLoss, get_loss
 from ._pieces import Counts, Pieces, check_chatter, rhs
+from ._settings import SolveSettings, resolve_settings
 from ._sliding import PieceField
+from ._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
 from ._times import log_times
 
 _SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
@@ -46,10 +49,10 @@ _ROOT = _IntervalBisection(rtol=1e-15, atol=1e-15, flip=True)
 
 
 @eqx.filter_jit
-def _solve_piece(field, mode, y0, t0, t1, dt0, ts, rtol, atol, dtmin, max_steps):
+def _solve_piece(field, mode, solver, y0, t0, t1, dt0, ts, rtol, atol, dtmin, max_steps):
     sol = dfx.diffeqsolve(
         dfx.ODETerm(field),
-        dfx.Tsit5(),
+        solver,
         t0,
         t1,
         dt0,
@@ -84,21 +87,21 @@ def filippov_flow(
     *,
     loss=_SQUARED,
     alpha: float = 1.0,
+    settings: SolveSettings | None = None,
     ts=None,
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    max_steps: int = 100_000,
     observables: dict | None = None,
     save_params: bool = True,
     progress: bool = False,
     checkpoint: str | None = None,
+    **overrides,
 ) -> Trajectory:
     """The Filippov solution of the gradient flow of R(α·f(w))/α² for a two-layer network
     with a piecewise-linear activation φ(s) = a·s + b·|s| (ReLU, leaky ReLU, abs).
 
     Off the kink surfaces z_ij = b_j·x̃_i = 0 (x̃_i = (x_i, 1) with hidden biases) the flow is
-    smooth and is integrated by Tsit5 with diffrax's PID controller. Each solve ends at the
-    first **event**, located by bisection on the dense output (to 1e-15 relative in t):
+    smooth and is integrated by an explicit Runge–Kutta method (Tsit5 by default) with
+    diffrax's PID controller. Each solve ends at the first **event**, located by bisection
+    on the solver's dense output (to 1e-15 relative in t):
     - **crossing**: a pre-activation reaches its kink. If both one-sided fields push into the
       surface (ż_ij < 0 with slope σ'₊, ż_ij > 0 with σ'₋) it starts **sliding**; otherwise it
       crosses to the side its field points to.
@@ -125,9 +128,12 @@ def filippov_flow(
       `SquaredLoss()`, R = ½‖f − Y‖²).
     - `alpha`: output scale α > 0 of the lazy-training objective R(α f)/α² (1: plain loss).
     - `ts`: save times, shape (T,), increasing in [0, t1]. Default `log_times(t1, 100)`.
-    - `rtol`, `atol`: tolerances of the step-size controller.
-    - `max_steps`: budget of solver steps plus events for the whole solve (checked after each
-      piece, so one piece may overshoot it).
+    - `settings`: a `SolveSettings`, default `SolveSettings()`; keyword overrides such as
+      `rtol=1e-8` apply to it, as in `gradient_flow`. Used: `solver` ("auto" means "tsit5";
+      "tsit5", "dopri5" or "dopri8": each piece is solved by that explicit Runge–Kutta
+      method), `rtol`, `atol` (of the PID step-size controller) and `max_steps`, here the
+      budget of solver steps *plus events* for the whole solve (checked after each piece, so
+      one piece may overshoot it). `chunks` and the stiffness settings do not apply.
     - `observables`: `{name: fn(model) -> array}` evaluated at the save times.
     - `save_params`: keep the parameters at every save time.
     - `progress`: a tqdm bar over flow time.
@@ -155,7 +161,15 @@ def filippov_flow(
     t1 = check_positive("t1", t1)
     alpha = check_positive("alpha", alpha)
     ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    check_solve_settings(rtol, atol, 1, max_steps)
+    settings = resolve_settings(settings, overrides)
+    name = "tsit5" if settings.solver == "auto" else settings.solver
+    if name not in EXPLICIT:
+        raise ValueError(
+            f"solver: filippov_flow solves each piece with an explicit Runge–Kutta method "
+            f"{EXPLICIT} (the pieces are smooth and not stiff at kinks), got {settings.solver!r}"
+        )
+    rtol, atol, max_steps = settings.rtol, settings.atol, settings.max_steps
+    solver = make_solver(name, rtol, atol)
     loss = get_loss(loss)
     form = two_layer_form(model)
     X, Y = _check_data(data, form.in_size)
@@ -200,6 +214,7 @@ def filippov_flow(
             out = _solve_piece(
                 field,
                 pieces.mode(slack=pieces.slack),
+                solver,
                 y,
                 jnp.asarray(t),
                 jnp.asarray(t1),
@@ -258,8 +273,7 @@ def filippov_flow(
     wall = time.perf_counter() - start
     return _trajectory(
         model, form, field, ts, saved, sliding_at, pieces, observables, save_params, wall,
-        {"solver": "tsit5 + events (Filippov)", "rtol": rtol, "atol": atol,
-         "max_steps": int(max_steps), "t1": t1, "alpha": alpha,
+        {**settings.to_dict(), "solver": name, "t1": t1, "alpha": alpha, "method": "Filippov",
          "event_location": "bisection on the dense output, bracket < 1e-15·(1 + t)"},
     )  # fmt: skip
 
@@ -329,10 +343,11 @@ def _trajectory(model, form, field, ts, saved, sliding_at, pieces, observables, 
         params = form.unpack(model, np.asarray(A), np.asarray(B), np.asarray(C))
     stats = {
         **dataclasses.asdict(pieces.counts),
-        # Tsit5: 6 new stages per step, plus the first stage of each piece (no FSAL carry).
-        "grad_evals": 6 * pieces.counts.num_steps + pieces.counts.pieces,
+        # New stages per step, plus the first stage of each piece (no FSAL carry).
+        "grad_evals": EVALS_PER_STEP[config["solver"]] * pieces.counts.num_steps
+        + pieces.counts.pieces,
         "sliding_at_ts": [int(v) for v in sliding_at],
-        "solvers": ["tsit5"],
+        "solvers": [config["solver"]],
         "result": "successful",
         "wall_s": wall,
     }

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 
 from models import partition
 
+from ._checks import check_float64
+
 
 @dataclasses.dataclass(frozen=True)
 class FlatSpec:
@@ -52,6 +54,7 @@ def outputs(model, X):
     """(w0, h, (static, spec, X)): the flat trainable parameters, w ↦ vec(h(w)) on the inputs
     X, and the pieces that rebuild h inside a jitted function."""
     trainable, static = partition(model)
+    check_float64("model parameters", trainable)
     spec = FlatSpec.of(trainable)
     X = jnp.asarray(X, dtype=jnp.float64)
     return spec.ravel(trainable), flat_model(static, spec, X), (static, spec, X)

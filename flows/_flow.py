@@ -1,6 +1,7 @@
 """Gradient flow dθ/dt = −∇loss(θ) of any pytree, equinox modules included."""
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -10,10 +11,10 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_solve_settings, check_ts
+from ._checks import check_finite, check_float64, check_positive, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
-from ._solvers import check_solver
+from ._settings import SolveSettings, resolve_settings
 from ._times import log_times
 
 
@@ -27,9 +28,13 @@ class Trajectory:
       unchanged, without that axis), or `None` when `save_params=False`.
     - `loss`: shape `(T,)`.
     - `observables`: `{name: array}` with leading axis T.
-    - `stats`: steps (accepted, rejected), gradient evaluations, chunks, the solvers used and
-      the result code.
-    - `config`: solver, tolerances and budget used.
+    - `stats`: `SolveStats` as a dict: steps (accepted, rejected), gradient and
+      Hessian-vector evaluations, chunks, the solvers used and the result code.
+    - `config`: `SolveSettings.to_dict()` of the settings used, and `t1` (gradient
+      descent: `solver="gradient_descent"`, `eta`, `t1`).
+    - `undefined`: `{name: times}` for each observable that is undefined (not finite) at
+      some save times, with those times; the values there are left as computed (NaN or
+      inf). Empty when every observable is defined everywhere.
     """
 
     ts: np.ndarray
@@ -38,6 +43,7 @@ class Trajectory:
     observables: dict
     stats: dict
     config: dict
+    undefined: dict = dataclasses.field(default_factory=dict)
 
     def at(self, i: int):
         """The parameter pytree at save index `i`."""
@@ -45,6 +51,38 @@ class Trajectory:
             raise ValueError("this trajectory was solved with save_params=False")
         trainable, static = partition(self.params)
         return eqx.combine(jax.tree.map(lambda a: a[i], trainable), static)
+
+
+class UndefinedObservableWarning(RuntimeWarning):
+    """An observable is not finite at some save times while the flow itself is: the quantity
+    is undefined there (a margin normalised by a zero norm, an angle to a zero vector). It
+    is not a failure of the flow; `Trajectory.undefined` lists the times."""
+
+
+def undefined_observables(ts: np.ndarray, observables: dict) -> dict:
+    """`{name: times}` where an observable is not finite (any entry), with one
+    `UndefinedObservableWarning` per such observable naming it and the first time."""
+    undefined = {}
+    for name, values in observables.items():
+        leaves = [np.asarray(x).reshape(len(ts), -1) for x in jax.tree.leaves(values)]
+        bad = ~np.all(np.isfinite(np.concatenate(leaves, axis=1)), axis=1)
+        if bad.any():
+            undefined[name] = np.asarray(ts)[bad]
+            warnings.warn(
+                f"observable {name!r} is undefined (not finite) at {int(bad.sum())} of "
+                f"{len(ts)} save times, first at t={undefined[name][0]:.6g}; the flow itself is "
+                f"finite (Trajectory.undefined[{name!r}] lists the times)",
+                UndefinedObservableWarning,
+                stacklevel=4,
+            )
+    return undefined
+
+
+def trajectory(ts, params, saved: dict, stats, config: dict) -> Trajectory:
+    """A `Trajectory` from what a `_Recorder` saved, undefined observables reported."""
+    observed = saved["observables"]
+    undefined = undefined_observables(ts, observed)
+    return Trajectory(ts, params, saved["loss"], observed, stats.to_dict(), config, undefined)
 
 
 class _GradientField(eqx.Module):
@@ -81,18 +119,13 @@ def gradient_flow(
     params0: Any,
     t1: float,
     *,
+    settings: SolveSettings | None = None,
     ts=None,
-    solver: str = "auto",
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    max_steps: int = 100_000,
     observables: dict | None = None,
     save_params: bool = True,
-    chunks: int = 20,
-    stiff_steps: int = 200,
-    stiff_horizon: float = 1e4,
     progress: bool = False,
     checkpoint: str | None = None,
+    **overrides,
 ) -> Trajectory:
     """Integrate the gradient flow dθ/dt = −∇loss(θ) from θ(0) = `params0` to t = `t1`.
 
@@ -104,19 +137,23 @@ def gradient_flow(
     - `t1`: final flow time, > 0.
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
-    - `solver`: "tsit5", "dopri5", "dopri8" (explicit), "kvaerno5" (implicit, matrix-free
-      Newton–GMRES) or "auto". **Rule of "auto":** estimate ρ = λ_max of the Hessian at
-      `params0` (20 power iterations of Hessian-vector products); if ρ·t1 > `stiff_horizon`
-      (an explicit solver would need over ~ρ·t1/3.3 steps near a minimum of that curvature),
-      use Kvaerno5 with Newton–GMRES throughout. Otherwise use Tsit5, and from the first chunk
-      that needs more than `stiff_steps` steps go on with Kvaerno5 from the time reached.
-      Stiff squared-loss flows thus reach t = 10⁶ in ~10² steps; non-stiff ones stay explicit.
-    - `rtol`, `atol`: tolerances of diffrax's PID step-size controller (and of GMRES).
-    - `max_steps`: budget of solver steps (accepted + rejected) for the whole solve.
+    - `settings`: a `SolveSettings` (solver, rtol, atol, max_steps, chunks, stiff_steps,
+      stiff_horizon); default `SolveSettings()`. **Rule of `solver="auto"`:** estimate
+      ρ = λ_max of the Hessian at `params0` (20 power iterations of Hessian-vector products);
+      if ρ·t1 > `stiff_horizon` (an explicit solver would need over ~ρ·t1/3.3 steps near a
+      minimum of that curvature), use Kvaerno5 with Newton–GMRES throughout. Otherwise use
+      Tsit5, and from the first chunk that needs more than `stiff_steps` steps go on with
+      Kvaerno5 from the time reached. Stiff squared-loss flows thus reach t = 10⁶ in ~10²
+      steps; non-stiff ones stay explicit. `max_steps` bounds the steps of the whole solve.
+      The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
+      quadratic invariants such as balancedness to round-off at any rtol; they step onto
+      every save time, so `chunks` is ignored for them.
+    - `**overrides`: any field of `SolveSettings` by name, replacing that field of
+      `settings`: `gradient_flow(loss, p, t1, rtol=1e-8)` is
+      `gradient_flow(loss, p, t1, settings=SolveSettings(rtol=1e-8))`.
     - `observables`: `{name: fn(params) -> array}` recorded at every save time, so long runs
       need not keep every weight.
     - `save_params`: keep the trainable parameters at every save time.
-    - `chunks`: number of diffrax calls; solver and controller state pass between them.
     - `progress`: show a tqdm bar over chunks, with the time reached.
     - `checkpoint`: path of an `.npz` written atomically after each chunk; if it exists when
       the call starts, the solve resumes from it (the step size is re-estimated).
@@ -125,17 +162,24 @@ def gradient_flow(
 
     **Raises:**
     - `ValueError` naming the argument: `t1` ≤ 0 or non-finite, `ts` unsorted or outside
-      [0, t1], non-finite `params0`, unknown `solver`.
-    - `FloatingPointError` with the time reached, if the trajectory becomes non-finite.
+      [0, t1], non-finite `params0`, trainable arrays that are not float64 (float32 is
+      refused, not promoted), a setting out of range (see `SolveSettings`).
+    - `TypeError` for a keyword that is neither an argument nor a setting.
+    - `FloatingPointError` with the time reached and what happened: the step size collapsed
+      (with the state's and the field's norms), the state really grew, or it (or the loss)
+      became non-finite. An observable that is undefined at some times is not a failure: it
+      gives an `UndefinedObservableWarning` and `Trajectory.undefined`.
+    - `FloatingPointError` (Gauss–Legendre solvers) with the time and the Newton residual,
+      if the stage equations cannot be solved to 1e-13 even at smaller steps.
     - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
     """
     t1 = check_positive("t1", t1)
     ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    check_solver(solver)
-    check_solve_settings(rtol, atol, chunks, max_steps)
+    settings = resolve_settings(settings, overrides)
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")
+    check_float64("params0", trainable)
     check_finite("params0", trainable)
     obs = tuple(sorted((observables or {}).items()))
     # One flat state vector: diffrax's per-step work is then a few array operations, not a
@@ -146,13 +190,7 @@ def gradient_flow(
         spec.ravel(trainable),
         ts,
         _Recorder(loss, obs, save_params, static, spec),
-        solver=solver,
-        rtol=rtol,
-        atol=atol,
-        max_steps=int(max_steps),
-        chunks=chunks,
-        stiff_steps=stiff_steps,
-        stiff_horizon=stiff_horizon,
+        settings,
         progress=progress,
         desc="gradient flow",
         checkpoint=checkpoint,
@@ -161,15 +199,4 @@ def gradient_flow(
     if save_params:
         params = eqx.combine(jax.vmap(spec.unravel)(saved["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
-    config = {
-        "solver": solver,
-        "rtol": rtol,
-        "atol": atol,
-        "max_steps": int(max_steps),
-        "chunks": chunks,
-        "stiff_steps": stiff_steps,
-        "t1": t1,
-    }
-    return Trajectory(
-        ts, params, saved["loss"], saved["observables"], dataclasses.asdict(stats), config
-    )
+    return trajectory(ts, params, saved, stats, {**settings.to_dict(), "t1": t1})

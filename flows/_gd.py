@@ -17,8 +17,11 @@ from tqdm.auto import tqdm
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_ts
-from ._flow import Trajectory, _GradientField, _Recorder
+from ._checks import check_finite, check_float64, check_positive, check_ts
+from ._failures import MaxStepsReached
+from ._flow import Trajectory, _GradientField, _Recorder, trajectory
+from ._settings import SolveSettings, resolve_settings
+from ._stats import SolveStats
 from ._times import log_times
 
 
@@ -47,9 +50,11 @@ def gradient_descent(
     *,
     eta: float,
     ts=None,
+    settings: SolveSettings | None = None,
     observables: dict | None = None,
     save_params: bool = True,
     progress: bool = False,
+    **overrides,
 ) -> Trajectory:
     """Gradient descent with step η, θ_{k+1} = θ_k − η∇loss(θ_k), reported in flow time.
 
@@ -61,18 +66,24 @@ def gradient_descent(
     - `t1`: final flow time, > 0, rounded to the step grid: K = round(t1/η) ≥ 1. As in
       `gradient_flow`, the iterates are computed up to the last save time.
     - `eta`: step size η > 0, in flow-time units.
+    - `settings`, `**overrides`: a `SolveSettings` as in `gradient_flow`. Gradient descent
+      has no solver or tolerance: only `max_steps` applies, as the budget of steps K.
     - `ts`: save times in [0, t1], strictly increasing. Each is rounded to the nearest step
       time kη (repeats after rounding are dropped): `Trajectory.ts` holds the step times
       actually recorded. Default: `log_times(t1, 100, t_min=η)`.
 
-    **Returns:** a `Trajectory`; `stats` has `num_steps` = `grad_evals` (the steps taken) and
-    `solvers = ["gradient_descent"]`, `config` has `eta`.
+    **Returns:** a `Trajectory`; `stats` has the keys of `SolveStats`, with `num_steps` =
+    `num_accepted_steps` = `grad_evals` (the steps taken) and `solvers =
+    ["gradient_descent"]`; `config` has `solver="gradient_descent"`, `eta`, `t1`, `max_steps`.
 
     **Raises:**
     - `ValueError` naming the argument: `t1` or `eta` not finite and > 0, η > t1, `ts`
-      unsorted or outside [0, t1], non-finite `params0`.
+      unsorted or outside [0, t1], non-finite or non-float64 `params0`, a setting out of
+      range.
+    - `MaxStepsReached` before any work when K > `max_steps`.
     - `FloatingPointError` with the step and time when the iterates become non-finite
-      (η above the stability limit 2/λ_max of the Hessian).
+      (η above the stability limit 2/λ_max of the Hessian). An undefined observable is
+      reported as by `gradient_flow` (`UndefinedObservableWarning`, `Trajectory.undefined`).
 
     **Reference:** Du, Hu & Lee 2018, §4 (gradient descent keeps balancedness only
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
@@ -80,6 +91,7 @@ def gradient_descent(
     """
     t1 = check_positive("t1", t1)
     eta = check_positive("eta", eta)
+    settings = resolve_settings(settings, overrides)
     n_steps = int(round(t1 / eta))
     if n_steps < 1:
         raise ValueError(f"eta must be <= t1 (at least one step), got eta={eta}, t1={t1}")
@@ -87,9 +99,15 @@ def gradient_descent(
         ts = log_times(t1, 100, t_min=eta) if n_steps > 1 else np.array([0.0, t1])
     ts = check_ts(ts, t1)
     save_steps = np.unique(np.minimum(np.rint(ts / eta).astype(np.int64), n_steps))
+    if save_steps[-1] > settings.max_steps:
+        raise MaxStepsReached(
+            f"gradient descent to t={save_steps[-1] * eta:.6g} with eta={eta:g} takes "
+            f"{save_steps[-1]} steps, over max_steps={settings.max_steps}; raise max_steps"
+        )
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")
+    check_float64("params0", trainable)
     check_finite("params0", trainable)
     field = _GradientField(loss, static)
     recorder = _Recorder(loss, tuple(sorted((observables or {}).items())), save_params, static)
@@ -115,11 +133,12 @@ def gradient_descent(
             records.append(jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y)))
     saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
     params = eqx.combine(saved["params"], static) if save_params else None
-    stats = {
-        "num_steps": k,
-        "grad_evals": k,
-        "solvers": ["gradient_descent"],
-        "result": "successful",
-    }
-    config = {"solver": "gradient_descent", "eta": eta, "t1": t1}
-    return Trajectory(save_steps * eta, params, saved["loss"], saved["observables"], stats, config)
+    stats = SolveStats(
+        num_steps=k,
+        num_accepted_steps=k,
+        grad_evals=k,
+        chunks=len(save_steps),
+        solvers=["gradient_descent"],
+    )
+    config = {"solver": "gradient_descent", "eta": eta, "t1": t1, "max_steps": settings.max_steps}
+    return trajectory(save_steps * eta, params, saved, stats, config)

@@ -4,7 +4,6 @@ This is the only place that calls `diffrax.diffeqsolve`. Chunks give a progress 
 checkpoints that survive an interruption, and the stiffness switch of `solver="auto"`.
 """
 
-import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -19,7 +18,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._controller import step_memory_pid
-from ._solvers import EVALS_PER_STEP, IMPLICIT, make_solver
+from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
+from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
+from ._settings import SolveSettings
+from ._solvers import EVALS_PER_STEP, GAUSS, IMPLICIT, STIFF, make_solver
+from ._stats import SolveStats
 
 _EVALS = [0]  # vector-field evaluations
 _JVPS = [0]  # Jacobian-vector products through the vector field
@@ -61,42 +64,6 @@ class CountedField(eqx.Module):
         return self.field(t, y, args)
 
 
-class MaxStepsReached(RuntimeError):
-    """The step budget ran out before the final time. The budget is checked inside each chunk
-    (whose own limit is `max_steps`) and between chunks, so a solve stops after at most
-    `max_steps` steps plus those of one chunk."""
-
-
-_MORE_STEPS = (
-    "increase `max_steps` or loosen `rtol`/`atol`; for a stiff flow use solver='kvaerno5'; "
-    "a non-smooth objective (ReLU kinks) chatters and needs many steps with any solver"
-)
-
-
-@dataclasses.dataclass
-class SolveStats:
-    """Counters of one chunked solve (a plain dict via `dataclasses.asdict`).
-
-    `grad_evals` counts vector-field evaluations (gradients, for a gradient flow). For
-    implicit solvers it is counted exactly, and `jvp_evals` counts the Jacobian-vector
-    products (Hessian-vector products) of Newton–GMRES, each costing about 2 gradients. For
-    explicit solvers `grad_evals` is computed as (new stages per step) × steps + 2 per
-    initial step selection, which matches an exact count to within 1% (Tsit5: 6 new stages
-    per step, first-same-as-last), and `jvp_evals` is 0.
-    """
-
-    num_steps: int = 0
-    num_accepted_steps: int = 0
-    num_rejected_steps: int = 0
-    grad_evals: int = 0
-    jvp_evals: int = 0
-    chunks: int = 0
-    solvers: list = dataclasses.field(default_factory=list)
-    switched_to_implicit_at: float | None = None
-    stiffness: float | None = None
-    result: str = "successful"
-
-
 @eqx.filter_jit
 def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps):
     solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
@@ -132,9 +99,20 @@ def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, 
 
 
 @eqx.filter_jit
-def _field_is_finite(field, t, y):
-    out = field(t, y, None)
-    return jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(out)]))
+def _field_norm(field, t, y):
+    """‖field(t, y)‖ over all leaves (NaN or inf if the field is not finite there)."""
+    return jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(field(t, y, None))))
+
+
+def _norm(tree) -> float:
+    return float(np.sqrt(sum(np.sum(np.asarray(x) ** 2) for x in jax.tree.leaves(tree))))
+
+
+def _flow_leaves(save_shape) -> list[bool]:
+    """Which saved leaves describe the flow itself; leaves under an "observables" key are the
+    user's measurements, which may be undefined at a point without the flow failing."""
+    paths, _ = jax.tree_util.tree_flatten_with_path(save_shape)
+    return [not (path and getattr(path[0], "key", None) == "observables") for path, _ in paths]
 
 
 def _tree_all_finite(tree) -> bool:
@@ -193,14 +171,8 @@ def integrate(
     y0: Any,
     ts: np.ndarray,
     save: Callable,
+    settings: SolveSettings,
     *,
-    solver: str,
-    rtol: float,
-    atol: float,
-    max_steps: int,
-    chunks: int,
-    stiff_steps: int,
-    stiff_horizon: float = 1e4,
     progress: bool,
     desc: str = "flow",
     checkpoint: str | None = None,
@@ -210,26 +182,35 @@ def integrate(
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.
 
-    `solver="auto"` starts with Kvaerno5 (implicit) when ρ·t1 > `stiff_horizon`, ρ being the
+    `settings.solver="auto"` starts with Kvaerno5 (implicit) when ρ·t1 > `stiff_horizon`, ρ the
     spectral radius of ∂field/∂y at y0 (an explicit solver would need more than ~ρ·t1/3.3
     steps); otherwise with Tsit5, which gives way to Kvaerno5, keeping the progress made, in
     the first chunk that needs more than `stiff_steps` steps.
 
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
-    `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached.
+    `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached and
+    what happened (`flows._failures`). Leaves of `save(...)` under an "observables" key may be
+    non-finite (an observable undefined at a point); all others must be finite.
     """
-    n_chunks = max(1, min(int(chunks), len(ts)))
+    solver, rtol, atol = settings.solver, settings.rtol, settings.atol
+    max_steps, stiff_steps = settings.max_steps, settings.stiff_steps
+    # A Gauss–Legendre solver steps onto every save time (one chunk per save time): it
+    # conserves quadratic invariants at its steps, not at interpolated times.
+    n_chunks = len(ts) if solver in GAUSS else max(1, min(settings.chunks, len(ts)))
     groups = np.array_split(np.arange(len(ts)), n_chunks)
     k = max(len(g) for g in groups)
     stats = SolveStats()
-    save_def = jax.tree.structure(jax.eval_shape(save, 0.0, y0, None))
+    save_shape = jax.eval_shape(save, 0.0, y0, None)
+    save_def = jax.tree.structure(save_shape)
+    is_flow = _flow_leaves(save_shape)
+    norm0 = _norm(y0)
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
     y_def = jax.tree.structure(y0)
 
     phase = solver
     if solver == "auto":
         stats.stiffness = float(_spectral_radius(field, y0)) * float(ts[-1])
-        phase = "kvaerno5" if stats.stiffness > stiff_horizon else "tsit5"
+        phase = "kvaerno5" if stats.stiffness > settings.stiff_horizon else "tsit5"
     t_start, y, state, done = 0.0, y0, None, 0
     if checkpoint is not None and os.path.exists(checkpoint):
         with np.load(checkpoint, allow_pickle=False) as ck:
@@ -257,14 +238,13 @@ def integrate(
         for c in range(done, n_chunks):
             pending = groups[c]
             t_end = float(ts[pending[-1]])
-            # Below this step the solve is declared collapsed: a finite-time blow-up.
-            dtmin = jnp.asarray(1e-13 * max(1.0, t_end))
             while len(pending):
                 chunk_ts = np.concatenate([ts[pending], np.full(k - len(pending), t_end)])
                 explicit_trial = solver == "auto" and phase not in IMPLICIT
                 budget = min(stiff_steps, max_steps) if explicit_trial else max_steps
-                counted = phase in IMPLICIT
+                counted = phase in STIFF
                 evals_before, jvps_before = _EVALS[0], _JVPS[0]
+                forget_newton_failure()
                 out = _solve_chunk(
                     CountedField(field, counted),
                     save,
@@ -273,10 +253,10 @@ def integrate(
                     jnp.asarray(t_end),
                     jnp.asarray(chunk_ts),
                     state,
-                    make_solver(phase, rtol, atol),
+                    make_solver(phase, rtol, atol, settings.gmres_max_iters),
                     jnp.asarray(rtol),
                     jnp.asarray(atol),
-                    dtmin,
+                    jnp.asarray(DTMIN_RELATIVE),
                     budget,
                 )
                 saved, save_ts, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
@@ -293,9 +273,14 @@ def integrate(
                     stats.grad_evals += EVALS_PER_STEP[phase] * steps + first
                 if phase not in stats.solvers:
                     stats.solvers.append(phase)
+                residual = max_newton_residual(
+                    make_solver(phase, rtol, atol, settings.gmres_max_iters), new_state[0]
+                )
+                if residual is not None:
+                    stats.newton_residual = max(stats.newton_residual or 0.0, residual)
                 n_saved = len(pending) if bool(ok) else int(np.sum(np.isfinite(save_ts)))
                 leaves = [np.asarray(x)[:n_saved] for x in jax.tree.leaves(saved)]
-                if not _tree_all_finite(leaves):
+                if not _tree_all_finite([x for x, f in zip(leaves, is_flow) if f]):
                     raise FloatingPointError(
                         f"the trajectory became non-finite between t={t_start:.6g} "
                         f"and t={t_end:.6g}"
@@ -308,18 +293,27 @@ def integrate(
                     state, t_start = new_state, t_end
                     continue
                 t_hit = float(np.nanmax(np.where(np.isfinite(t_reached), t_reached, np.nan)))
-                if bool(collapsed):
+                failure = newton_failure(t_hit)
+                if failure is not None:
                     raise FloatingPointError(
-                        f"the step size fell below {float(dtmin):.3g} near t={t_hit:.6g}: the "
-                        "trajectory is blowing up (or is far stiffer than solver="
-                        f"{phase!r} can follow)"
+                        f"{failure} (solver={phase!r}; the solve reached "
+                        f"t={t_hit:.6g} of t={t_end:.6g})"
                     )
-                if not _tree_all_finite(y) or not bool(
-                    _field_is_finite(field, jnp.asarray(t_hit), y)
-                ):
+                if not _tree_all_finite(y):
                     raise FloatingPointError(
-                        f"the trajectory became non-finite near t={t_hit:.6g}; "
+                        f"the state became non-finite near t={t_hit:.6g}; "
                         "check the loss, the data scale, or lower the step tolerances"
+                    )
+                speed = float(_field_norm(field, jnp.asarray(t_hit), y))
+                if not np.isfinite(speed):
+                    raise FloatingPointError(
+                        f"the vector field (the gradient) became non-finite near t={t_hit:.6g} "
+                        f"at a finite state (‖y‖ = {_norm(y):.3g}); check the loss and the data"
+                    )
+                if bool(collapsed):
+                    dt = float(new_state[1][1])
+                    raise FloatingPointError(
+                        collapse_message(phase, settings, t_hit, dt, norm0, _norm(y), speed)
                     )
                 if explicit_trial and bool(hit):
                     # Stiffness switch: keep what Tsit5 reached, go on implicitly from there.
@@ -328,20 +322,23 @@ def integrate(
                     continue
                 if bool(hit):
                     raise MaxStepsReached(
-                        f"max_steps={max_steps} reached at t={t_hit:.6g} before t={t_end:.6g}; "
-                        f"{_MORE_STEPS}"
+                        f"max_steps={max_steps} reached at t={t_hit:.6g} before t={t_end:.6g} "
+                        f"(solver {phase!r}); {max_steps_advice(phase, settings, stats)}"
                     )
                 raise RuntimeError(f"the solver failed at t={t_hit:.6g} before t={t_end:.6g}")
             if stats.num_steps > max_steps:
                 raise MaxStepsReached(
-                    f"max_steps={max_steps} reached (used {stats.num_steps}) by t={t_end:.6g}; "
-                    f"{_MORE_STEPS}"
+                    f"max_steps={max_steps} reached by t={t_end:.6g} (solver {phase!r}); "
+                    f"{max_steps_advice(phase, settings, stats)}"
                 )
             stats.chunks = c + 1
             bar.update(1)
             bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
             if checkpoint is not None:
                 _checkpoint(checkpoint, ts, c + 1, t_end, phase, y, saved_leaves, stats)
+    except (MaxStepsReached, FloatingPointError) as e:
+        e.stats = stats.to_dict()  # the work done, for the caller to report
+        raise
     finally:
         bar.close()
     saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])

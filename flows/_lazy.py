@@ -13,7 +13,7 @@ where, with δ = u/α, Δ = α(αh(w) − ȳ) = Jd + ∫₀¹(1−s) D²h(w0+sδ
 The integrals (the Taylor remainder form) use Gauss–Legendre nodes over nested jvps, so their
 round-off is relative to the gap, not α·eps·‖h‖: the weight gap ‖d‖/α² and output gap ‖Δ‖/α
 keep their slopes to α = 10⁶ and beyond. At small α, where δ is not small and few nodes would
-be inaccurate, the direct form α(u' − ū') is used instead (rule in `lazy_comparison`).
+be inaccurate, the direct form α(u' − ū') is used instead (`lazy_remainder_rule`).
 """
 
 import dataclasses
@@ -27,11 +27,12 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_positive, check_solve_settings, check_ts
+from ._checks import check_finite, check_float64, check_positive, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
+from ._lazy_rules import LAZY_NODES, lazy_remainder_rule
 from ._losses import get_loss
-from ._solvers import check_solver
+from ._settings import SolveSettings, resolve_settings
 from ._times import log_times
 
 
@@ -190,19 +191,13 @@ def lazy_comparison(
     loss="squared",
     heldout=None,
     ts=None,
-    solver: str = "auto",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
-    max_steps: int = 200_000,
+    settings: SolveSettings | None = None,
     remainder: str | bool = "auto",
-    remainder_alpha: float = 30.0,
-    nodes: int = 3,
+    nodes: int = LAZY_NODES,
     save_params: bool = False,
-    chunks: int = 20,
-    stiff_steps: int = 200,
-    stiff_horizon: float = 1e4,
     progress: bool = False,
     checkpoint: str | None = None,
+    **overrides,
 ) -> LazyComparison:
     """Integrate the flows of F_α and F̄_α from the same w0 and measure how far apart they stay.
 
@@ -219,19 +214,19 @@ def lazy_comparison(
       `loss(pred, target) -> scalar` (see `flows.SquaredLoss`).
     - `heldout`: held-out inputs `(n', d)` (or `(X', Y')`) for Proposition A.1's gap.
     - `ts`: save times, default `log_times(t1, 100)`. Both flows are saved at these times.
-    - `solver`, `rtol`, `atol`, `max_steps`, `chunks`, `stiff_steps`, `progress`,
-      `checkpoint`: as in `gradient_flow`; tolerances apply to the joint state (ū, d).
-    - `remainder`: **rule**: "auto" uses the Taylor-remainder form when α ≥ `remainder_alpha`
-      (default 30, where ‖δ‖ = ‖u‖/α is small and `nodes` Gauss points are exact to round-off)
-      and the direct form below it (where cancellation costs only α·eps). True/False force it.
-    - `nodes`: Gauss–Legendre nodes of the remainder integrals.
+    - `settings`, `**overrides`, `progress`, `checkpoint`: as in `gradient_flow`; the
+      tolerances apply to the joint state (ū, d).
+    - `remainder`: "auto" follows `lazy_remainder_rule(alpha)` (the Taylor-remainder form at
+      α ≥ 30, the direct form below; the docstring there says why). True/False force it.
+    - `nodes`: Gauss–Legendre nodes of the remainder integrals, in [2, 16]; default
+      `LAZY_NODES` = 3.
     - `save_params`: also return the displacements `u`, `ubar`.
 
     **Returns:** a `LazyComparison`.
 
     **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
-    non-finite data or parameters, shapes that do not match the model; `FloatingPointError`
-    and `MaxStepsReached` as in `gradient_flow`.
+    non-finite data or parameters, parameters that are not float64, shapes that do not match
+    the model; `FloatingPointError` and `MaxStepsReached` as in `gradient_flow`.
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (finite horizon), Thm 2.4 (uniform in
     time) and Prop. A.1 (held-out inputs).
@@ -239,8 +234,7 @@ def lazy_comparison(
     alpha = check_positive("alpha", alpha)
     t1 = check_positive("t1", t1)
     ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    check_solver(solver)
-    check_solve_settings(rtol, atol, chunks, max_steps)
+    settings = resolve_settings(settings, overrides)
     loss = get_loss(loss)
     X, Y = _check_data("data", *data)
     X_test = None
@@ -251,6 +245,7 @@ def lazy_comparison(
                 f"heldout inputs have {X_test.shape[1]} features but data has {X.shape[1]}"
             )
     trainable, static = partition(model)
+    check_float64("model parameters", trainable)
     check_finite("model parameters", trainable)
     try:
         out = jax.eval_shape(jax.vmap(model), X)
@@ -264,7 +259,9 @@ def lazy_comparison(
             f"model's symmetric cancellation), got {nodes}"
         )
     if remainder == "auto":
-        remainder = alpha >= remainder_alpha
+        remainder = lazy_remainder_rule(alpha)
+    elif not isinstance(remainder, bool):
+        raise ValueError(f"remainder must be 'auto', True or False, got {remainder!r}")
     spec = FlatSpec.of(trainable)
     w0 = spec.ravel(trainable)
     field = _Lazy(
@@ -276,29 +273,18 @@ def lazy_comparison(
         (zeros, zeros),
         ts,
         _Measure(field, save_params),
-        solver=solver,
-        rtol=rtol,
-        atol=atol,
-        max_steps=int(max_steps),
-        chunks=chunks,
-        stiff_steps=stiff_steps,
-        stiff_horizon=stiff_horizon,
+        settings,
         progress=progress,
         desc=f"alpha={alpha:.3g}",
         checkpoint=checkpoint,
     )
     config = {
+        **settings.to_dict(),
         "alpha": alpha,
         "t1": t1,
-        "solver": solver,
-        "rtol": rtol,
-        "atol": atol,
-        "max_steps": int(max_steps),
         "remainder": bool(remainder),
         "nodes": int(nodes),
         "loss": repr(loss),
-        "chunks": chunks,
-        "stiff_steps": stiff_steps,
     }
     return LazyComparison(
         alpha=alpha,
@@ -306,7 +292,7 @@ def lazy_comparison(
         heldout_output_gap=saved.pop("heldout_output_gap", None),
         u=saved.pop("u", None),
         ubar=saved.pop("ubar", None),
-        stats=dataclasses.asdict(stats),
+        stats=stats.to_dict(),
         config=config,
         **saved,
     )

@@ -1,30 +1,66 @@
 """Choosing a diffrax solver by name."""
 
 import functools
+import math
 
 import diffrax as dfx
+import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
 
+from ._exprb import ExpRosenbrock32
+from ._gauss import GaussLegendre
+
 EXPLICIT = ("tsit5", "dopri5", "dopri8")
-IMPLICIT = ("kvaerno5",)
-NAMES = ("auto",) + EXPLICIT + IMPLICIT
+GAUSS = {"implicit_midpoint": 1, "gauss4": 2, "gauss6": 3}  # name: stages
+IMPLICIT = ("kvaerno5", *GAUSS)
+EXPONENTIAL = ("exprb32",)
+STIFF = IMPLICIT + EXPONENTIAL  # solvers whose evaluations are counted, not computed
+NAMES = ("auto",) + EXPLICIT + STIFF
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
 _NewtonWithControllerTols = dfx.with_stepsize_controller_tols(optx.Newton)
+
+# GMRES restarts every this many iterations (Hessian-vector products).
+GMRES_RESTART = 10
+#: Default cap on the Hessian-vector products of one GMRES solve inside Newton.
+GMRES_MAX_ITERS = 200
 
 # New vector-field evaluations per step (first-same-as-last tableaux reuse the last stage).
 EVALS_PER_STEP = {"tsit5": 6, "dopri5": 6, "dopri8": 12}
 
 
 @functools.lru_cache(maxsize=32)
-def make_solver(name: str, rtol: float, atol: float):
+def make_solver(name: str, rtol: float, atol: float, gmres_max_iters: int = GMRES_MAX_ITERS):
     """The diffrax solver called `name`.
 
     "kvaerno5" is Kvaerno's 5th-order ESDIRK with a matrix-free root finder: Newton's method
     whose linear systems are solved by GMRES through Jacobian-vector products (Hessian-vector
     products of the objective), so no p×p matrix is ever formed. diffrax's default Kvaerno root
     finder builds a dense Jacobian, unusable beyond ~10³ parameters.
+
+    Each GMRES solve is capped at `gmres_max_iters` matrix-vector products (rounded up to
+    whole restart cycles of 10); lineax's own default, 10·p cycles, lets one step cost
+    hundreds of thousands of them. A solve that exhausts the cap fails, Newton fails with it,
+    and diffrax rejects the step, so a step costs at most 6 implicit stages × 10 Newton
+    iterations × the cap, and `max_steps` bounds the whole solve.
+
+    "implicit_midpoint", "gauss4" and "gauss6" are the 1-, 2- and 3-stage Gauss–Legendre
+    collocation methods (orders 2, 4, 6; `GaussLegendre`): they conserve every quadratic
+    invariant to the accuracy of their Newton solve (relative residual ≤ 1e-13), whatever
+    `rtol`, which only sets their step size.
+
+    "exprb32" is the exponential Rosenbrock method of Hochbruck, Ostermann & Schweitzer (2009),
+    order 3 with an embedded order-2 estimate, whose φ-functions of the Jacobian (−Hessian)
+    come from Lanczos through Hessian-vector products: exact on linear (quadratic-loss)
+    flows, and its steps near a minimum are limited by the nonlinearity only.
+
+    **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
+    `gmres_max_iters` (≥ 1).
+
+    **Returns:** a `diffrax.AbstractSolver`.
+
+    **Raises:** `ValueError` for an unknown name.
     """
     if name == "tsit5":
         return dfx.Tsit5()
@@ -33,13 +69,14 @@ def make_solver(name: str, rtol: float, atol: float):
     if name == "dopri8":
         return dfx.Dopri8()
     if name == "kvaerno5":
-        gmres = lx.GMRES(rtol=rtol, atol=atol, restart=10, stagnation_iters=10)
+        cycles = max(1, math.ceil(gmres_max_iters / GMRES_RESTART))
+        gmres = lx.GMRES(
+            rtol=rtol, atol=atol, restart=GMRES_RESTART, stagnation_iters=10, max_steps=cycles
+        )
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
+    if name == "exprb32":
+        return ExpRosenbrock32(jnp.asarray(rtol), jnp.asarray(atol))
+    if name in GAUSS:
+        return GaussLegendre(stages=GAUSS[name])
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
-
-
-def check_solver(name) -> str:
-    if name not in NAMES:
-        raise ValueError(f"solver must be one of {NAMES}, got {name!r}")
-    return name

@@ -17,26 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_positive
-from ._flat import flat_model, jacobian
+from ._flat import flat_model
 from ._flat import outputs as _outputs
 from ._losses import SquaredLoss
+from ._ntk import ntk_gram
 
-
-def ntk_gram(model, X) -> np.ndarray:
-    """The NTK Gram matrix Σ = JJᵀ of a model at its current parameters w0.
-
-    **Arguments:**
-    - `model`: an equinox Module called on one input `(d,)`; its trainable arrays (see
-      `models.partition`) are w0, `(p,)` once flattened.
-    - `X`: inputs `(n, d)`.
-
-    **Returns:** Σ, shape `(n·k, n·k)` (k outputs per input; k = 1 for a scalar model), float64.
-    J is formed explicitly: memory n·k·p·8 bytes.
-
-    **Reference:** Chizat, Oyallon & Bach 2019, §2 (Σ(w) = Dh(w)Dh(w)ᵀ); Jacot et al. 2018.
-    """
-    J, _, _ = jacobian(model, X)
-    return np.asarray(J @ J.T)
+# λ_min ≤ this·λ_max is round-off: the same cut-off as `linear_closed_form`'s eig_tol.
+_SINGULAR = 1e-12
 
 
 @eqx.filter_jit
@@ -132,9 +119,12 @@ class LazyConstants:
     - `m`, `M`, `kappa`: strong convexity, smoothness and κ = M/m of R (as a function of all
       n·k outputs).
     - `h0`: αh(w0)/α = h(w0), shape `(n·k,)`; `y_star`: the minimiser of R, shape `(n·k,)`.
-    - `C0` = σ_min³/(32κ^{3/2}‖Dh(w0)‖Lip(Dh)) (None when Lip(Dh) is unknown; inf when 0).
+    - `C0` = σ_min³/(32κ^{3/2}‖Dh(w0)‖Lip(Dh)) (inf when Lip(Dh) = 0), or None when it does
+      not exist or is unknown: Lip(Dh) not estimated, or Σ singular to round-off
+      (λ_min ≤ 1e-12·λ_max, σ_min = 0: the theorem does not apply).
     - `theorem_2_4_rate` = m·σ_min²/4, the exponential rate of Theorem 2.4's bound.
     - `n_params`: p.
+    - `unavailable`: `{name: reason}` for each constant that is None (`C0`, `alpha_min`).
     """
 
     ntk_eigenvalues: np.ndarray
@@ -152,6 +142,7 @@ class LazyConstants:
     C0: float | None
     theorem_2_4_rate: float
     n_params: int
+    unavailable: dict = dataclasses.field(default_factory=dict)
 
     @property
     def h0_norm(self) -> float:
@@ -163,16 +154,27 @@ class LazyConstants:
 
     @property
     def alpha_min(self) -> float | None:
-        """‖y*‖/C0: Theorem 2.4 needs α above it (None when C0 is unknown)."""
-        if self.C0 is None:
+        """‖y*‖/C0: Theorem 2.4 needs α above it (None when C0 is None or 0: no α suffices;
+        `unavailable["alpha_min"]` says why)."""
+        if self.C0 is None or self.C0 == 0:
             return None
         return 0.0 if math.isinf(self.C0) else self.y_star_norm / self.C0
 
     def theorem_2_4_conditions(self, alpha: float) -> bool | None:
-        """Whether σ_min > 0, ‖h(w0)‖ ≤ C0 and α > ‖y*‖/C0 hold (None if C0 is unknown)."""
+        """Whether σ_min > 0, ‖h(w0)‖ ≤ C0 and α > ‖y*‖/C0 hold (False when Σ is singular;
+        None when C0 is unknown because Lip(Dh) is)."""
+        if self.singular:
+            return False
         if self.C0 is None:
             return None
+        if self.alpha_min is None:
+            return False
         return bool(self.sigma_min > 0 and self.h0_norm <= self.C0 and alpha > self.alpha_min)
+
+    @property
+    def singular(self) -> bool:
+        """Whether Σ = JJᵀ is singular to round-off: λ_min ≤ 1e-12·λ_max."""
+        return self.lambda_min <= _SINGULAR * self.lambda_max
 
     def summary(self) -> dict:
         """The scalars, as a JSON-ready dict (inf written as None)."""
@@ -194,6 +196,7 @@ class LazyConstants:
             "alpha_min": finite(self.alpha_min),
             "theorem_2_4_rate": self.theorem_2_4_rate,
             "n_params": self.n_params,
+            "unavailable": dict(self.unavailable),
         }
 
 
@@ -246,8 +249,16 @@ def lazy_constants(
         )
     else:
         lip, method = None, "not estimated (Dh is not Lipschitz for this model)"
-    if lip is None or jac_norm == 0:
-        C0 = None
+    unavailable = {}
+    if lam_min <= _SINGULAR * lam_max:
+        why = (
+            f"the NTK Gram matrix is singular to round-off (λ_min = {lam_min:.3g}, "
+            f"λ_max = {lam_max:.3g}): Theorem 2.4 needs σ_min > 0"
+        )
+        C0, unavailable["C0"], unavailable["alpha_min"] = None, why, why
+    elif lip is None:
+        C0, unavailable["C0"] = None, f"Lip(Dh) unknown: {method}"
+        unavailable["alpha_min"] = unavailable["C0"]
     elif lip == 0:
         C0 = math.inf
     else:
@@ -268,6 +279,7 @@ def lazy_constants(
         C0=C0,
         theorem_2_4_rate=m * lam_min / 4,
         n_params=int(w0.size),
+        unavailable=unavailable,
     )
 
 

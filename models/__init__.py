@@ -1,4 +1,10 @@
-"""What is trained: models, their linearisation and symmetrisation, and initialisations."""
+"""What is trained: models, their linearisation and symmetrisation, and initialisations.
+
+**Importing `models` (or `flows`) turns on JAX's float64 mode for the whole process**
+(`jax.config.update("jax_enable_x64", True)`), so that models are built in float64, the
+precision of every `flows` entry point. JAX then creates float64 arrays by default and the
+same PRNG key draws different numbers than in the default float32 mode.
+"""
 
 import jax
 

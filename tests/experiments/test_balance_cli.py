@@ -6,48 +6,47 @@ import os
 import numpy as np
 import pytest
 
-from experiments import _cli
-from experiments._balance_plots import plot
+from experiments.balance import plot
+from tests.helpers import cli as run
 
 
-@pytest.fixture
-def cli(monkeypatch):
-    # Build only this experiment's parser: the test does not depend on other experiments.
-    monkeypatch.setattr(_cli, "EXPERIMENTS", {"balance": _cli.EXPERIMENTS["balance"]})
-    return lambda *argv: _cli.main(["run", "balance", *argv])
+def _run(*argv):
+    return run("run", "balance", *argv)
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--parts", "logistic,wings"], "--parts: unknown part(s) ['wings']"),
-        (["--classes", "3"], "--classes must name two digits"),
-        (["--classes", "3,3"], "--classes/--n-train: classes must be two different digits"),
+        (["--parts", "logistic,wings"], "--parts: unknown part(s) wings"),
+        (["--classes", "3"], "--classes takes 2 values"),
+        (["--classes", "3,3"], "--classes must be two different digits in 0..9, got 3,3"),
         (["--hidden", "16"], "--hidden needs at least two widths"),
-        (["--rtols", "1e-8"], "--rtols must be two tolerances"),
-        (["--etas", "0.1,-1"], "--etas must be finite and > 0"),
+        (["--rtols", "1e-8"], "--rtols takes 2 values"),
+        (["--etas", "0.1,-1"], "--etas must be > 0, got -1"),
         (["--etas", "0.1"], "--etas needs at least two steps"),
         (["--t1", "nan"], "--t1 must be finite and > 0"),
-        (["--n-train", "5000"], "--classes/--n-train: n_train + n_test must be at most"),
+        (["--n-train", "5000"], "--n-train (5000, >= 2) plus --n-test (0) must not exceed"),
     ],
 )
-def test_bad_arguments_give_one_line_naming_the_argument(cli, capsys, tmp_path, argv, message):
-    assert cli("--out", str(tmp_path / "run"), *argv) == 2
+def test_bad_arguments_give_one_line_naming_the_argument(capsys, tmp_path, argv, message):
+    assert _run("--out", str(tmp_path / "run"), *argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
 
 
-def test_divergent_step_is_reported_as_one_line_naming_etas(cli, capsys, tmp_path):
+@pytest.mark.slow
+def test_divergent_step_is_reported_as_one_line_naming_etas(capsys, tmp_path):
     argv = ["--parts", "gd", "--n-train", "60", "--hidden", "6,4", "--etas", "0.1,50"]
-    assert cli("--out", str(tmp_path / "run"), *argv, "--gd-t1", "2000") == 2
+    assert _run("--out", str(tmp_path / "run"), *argv, "--gd-t1", "2000") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--etas: gradient descent became non-finite" in err, err
 
 
-def test_gradient_descent_part_on_digits_writes_results_and_figures(cli, tmp_path):
+@pytest.mark.slow
+def test_gradient_descent_part_on_digits_writes_results_and_figures(tmp_path):
     out = str(tmp_path / "run")
     etas = [0.04, 0.02, 0.01]
-    code = cli(
+    code = _run(
         "--out",
         out,
         "--parts",

@@ -5,25 +5,25 @@ import json
 import numpy as np
 import pytest
 
-from experiments import _cli
+from tests.helpers import cli as run
 
 
-@pytest.fixture
-def cli(monkeypatch):
-    # Only this experiment, so the test does not depend on the others being importable.
-    monkeypatch.setattr(_cli, "EXPERIMENTS", {"portrait": "experiments.portrait"})
-    return lambda *argv: _cli.main(["run", "portrait", *argv])
+def _run(*argv):
+    return run("run", "portrait", *argv)
 
 
-def test_run_writes_config_results_arrays_and_figures(cli, tmp_path):
+@pytest.mark.slow
+def test_run_writes_config_results_arrays_and_figures(tmp_path):
     out = tmp_path / "run"
     small = ["--grid", "11", "--field-grid", "9", "--alphas", "1", "10", "--gd-steps", "4"]
-    assert cli("--out", str(out), "--w0", "0.37", "-1.21", "--target", "0.8", *small) == 0
+    assert _run("--out", str(out), "--w0", "0.37", "-1.21", "--target", "0.8", *small) == 0
     for name in ("seed", "flows", "conservation"):
         assert (out / f"{name}.npz").stat().st_size > 0
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     config = json.loads((out / "config.json").read_text())
-    assert config["rtol"] == 1e-10 and config["solver"] == "tsit5" and "jax" in config["versions"]
+    s = config["settings"]
+    assert s["rtol"] == 1e-10 and s["solver"] == "tsit5" and "jax" in config["versions"]
+    assert s["w0"] == [0.37, -1.21] and config["experiment"] == "portrait"
     results = json.loads((out / "results.json").read_text())
     lengths = np.array(results["flows"]["path_length_from_w0"])
     np.testing.assert_allclose(lengths[1] / lengths[0], 0.1, rtol=0.15)
@@ -34,9 +34,9 @@ def test_run_writes_config_results_arrays_and_figures(cli, tmp_path):
         assert saved["paths"].shape[:3] == (2, 2, 5)
 
 
-def test_run_writes_svg_when_asked(cli, tmp_path):
+def test_run_writes_svg_when_asked(tmp_path):
     out = tmp_path / "svg"
-    assert cli("--out", str(out), "--format", "svg", "--figures", "seed", "--grid", "7") == 0
+    assert _run("--out", str(out), "--format", "svg", "--figures", "seed", "--grid", "7") == 0
     text = (out / "seed.svg").read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text and len(text) > 10_000
     assert not (out / "seed.png").exists() and not (out / "flows.npz").exists()
@@ -51,9 +51,9 @@ def test_run_writes_svg_when_asked(cli, tmp_path):
         (["--eta", "nan"], "--eta"),
     ],
 )
-def test_bad_argument_exits_2_with_one_line(cli, capsys, tmp_path, argv, words):
+def test_bad_argument_exits_2_with_one_line(capsys, tmp_path, argv, words):
     try:
-        code = cli("--out", str(tmp_path / "bad"), *argv)
+        code = _run("--out", str(tmp_path / "bad"), *argv)
     except SystemExit as e:  # argparse's own errors
         code = e.code
     assert code == 2

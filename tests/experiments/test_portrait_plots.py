@@ -7,10 +7,10 @@ import pytest
 import scipy.linalg
 from matplotlib import image
 
-import experiments
-from experiments.portrait import CONSERVATION_STARTS
+from experiments import portraits
+from experiments.portraits import CONSERVATION_STARTS
 
-NET = experiments.TwoWeightNet("tanh", x=1.0)
+NET = portraits.TwoWeightNet("tanh", x=1.0)
 W0 = np.array([0.37, -1.21])  # generic: neither weight zero, no symmetry
 TARGET = 0.8
 
@@ -30,14 +30,14 @@ def _seed_jacobian(w0, x=1.0):
 @pytest.fixture(scope="module")
 def lazy(tmp_path_factory):
     path = tmp_path_factory.mktemp("portrait") / "flows.png"
-    portrait = experiments.lazy_flow_portrait(
+    portrait = portraits.lazy_flow_portrait(
         NET, W0, TARGET, alphas=(1.0, 10.0), grid=9, path=str(path)
     )
     return portrait, path
 
 
 def test_linearization_equals_network_and_its_gradient_at_w0():
-    f_lin = experiments.linearized(NET, W0)
+    f_lin = portraits.linearized(NET, W0)
     w0 = jnp.asarray(W0)
     np.testing.assert_allclose(f_lin(w0), NET(w0), rtol=0, atol=1e-15)
     np.testing.assert_allclose(jax.grad(f_lin)(w0), jax.grad(NET)(w0), rtol=0, atol=1e-15)
@@ -50,7 +50,7 @@ def test_linearization_equals_network_and_its_gradient_at_w0():
 
 
 def test_centred_linearization_vanishes_at_w0_with_the_same_gradient():
-    g_lin = experiments.linearized(NET, W0, centred=True)
+    g_lin = portraits.linearized(NET, W0, centred=True)
     w0 = jnp.asarray(W0)
     assert float(g_lin(w0)) == 0.0
     np.testing.assert_allclose(jax.grad(g_lin)(w0), _seed_jacobian(W0), rtol=1e-14)
@@ -58,7 +58,7 @@ def test_centred_linearization_vanishes_at_w0_with_the_same_gradient():
 
 def test_surface_portrait_agrees_at_w0_and_draws_a_nonblank_image(tmp_path):
     path = tmp_path / "seed.png"
-    portrait = experiments.surface_portrait(NET, W0, scales=(0.1, 10.0), grid=11, path=str(path))
+    portrait = portraits.surface_portrait(NET, W0, scales=(0.1, 10.0), grid=11, path=str(path))
     data = portrait.data
     c = data["output"].shape[-1] // 2
     np.testing.assert_allclose(data["w1"][:, c], W0[0], atol=1e-15)
@@ -107,7 +107,7 @@ def test_flow_portrait_of_a_user_objective_follows_the_matrix_exponential(tmp_pa
     centre = np.array([0.3, -0.2])
     starts = np.array([[1.5, 1.0], [-1.2, 0.4], [0.2, -1.7]])
     path = tmp_path / "user.png"
-    portrait = experiments.flow_portrait(
+    portrait = portraits.flow_portrait(
         lambda w: 0.5 * (w - centre) @ A @ (w - centre),
         starts,
         (-2, 2, -2, 2),
@@ -132,11 +132,11 @@ def test_flow_portrait_of_a_user_objective_follows_the_matrix_exponential(tmp_pa
 
 def test_flows_keep_balancedness_and_gradient_descent_leaves_it(tmp_path):
     x, eta = 1.0, 0.35
-    objective = experiments.ModelLoss(experiments.ScalarLinearNet(x), TARGET)
+    objective = portraits.ModelLoss(portraits.ScalarLinearNet(x), TARGET)
     path = tmp_path / "conservation.png"
-    portrait = experiments.conservation_portrait(
+    portrait = portraits.conservation_portrait(
         objective,
-        experiments.balancedness,
+        portraits.balancedness,
         np.array(CONSERVATION_STARTS),
         (-2.5, 2.5, -2.5, 2.5),
         eta=eta,
@@ -161,12 +161,12 @@ def test_flows_keep_balancedness_and_gradient_descent_leaves_it(tmp_path):
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: experiments.surface_portrait(NET, [1.0, 2.0, 3.0]), "w0"),
-        (lambda: experiments.surface_portrait(NET, W0, grid=3), "grid"),
-        (lambda: experiments.surface_portrait(NET, W0, scales=(0.1, -1.0)), "scales"),
-        (lambda: experiments.flow_portrait(NET, [[0.0, 0.0]], (1, 0, 0, 1)), "bounds"),
-        (lambda: experiments.flow_portrait(NET, [0.0, 0.0], (0, 1, 0, 1)), "starts"),
-        (lambda: experiments.lazy_flow_portrait(NET, W0, float("nan")), "target"),
+        (lambda: portraits.surface_portrait(NET, [1.0, 2.0, 3.0]), "w0"),
+        (lambda: portraits.surface_portrait(NET, W0, grid=3), "grid"),
+        (lambda: portraits.surface_portrait(NET, W0, scales=(0.1, -1.0)), "scales"),
+        (lambda: portraits.flow_portrait(NET, [[0.0, 0.0]], (1, 0, 0, 1)), "bounds"),
+        (lambda: portraits.flow_portrait(NET, [0.0, 0.0], (0, 1, 0, 1)), "starts"),
+        (lambda: portraits.lazy_flow_portrait(NET, W0, float("nan")), "target"),
     ],
 )
 def test_bad_arguments_raise_naming_the_argument(call, name):

@@ -286,6 +286,11 @@ def test_bad_data_and_horizon_are_named(data, t1, match):
         flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), data, t1)
 
 
+def test_implicit_solver_is_refused_naming_the_explicit_ones():
+    with pytest.raises(ValueError, match="solver.*explicit.*tsit5.*kvaerno5"):
+        flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), 1.0, solver="kvaerno5")
+
+
 def test_exhausted_budget_names_the_time_and_the_surfaces():
     with pytest.raises(flows.MaxStepsReached, match=r"at t=.*surfaces z_ij.*\(i=\d, j=0\)"):
         flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, max_steps=30)

@@ -120,3 +120,20 @@ def test_late_rate_fits_the_slow_mode_and_ignores_the_round_off_floor():
     floored = np.maximum(np.exp(-2.0 * ts), 1e-8)  # flat from t ≈ 9.2
     assert flows.late_rate(ts, floored, start=5.0, floor=1e-7) == pytest.approx(2.0, rel=1e-9)
     assert flows.late_rate(ts, floored, start=9.9, floor=1e-7) is None
+
+
+def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
+    # Every input twice: the NTK Gram matrix has (at least) n/2 zero eigenvalues, so
+    # σ_min = 0, C0 = 0 and no α satisfies Theorem 2.4 (it divided by C0 = 0 before).
+    k = jax.random.split(jax.random.PRNGKey(3), 3)
+    net = models.symmetrize(models.TwoLayerNet(3, 16, activation="tanh", key=k[0]), "doubled")
+    X = jax.random.normal(k[1], (6, 3))
+    X = jnp.concatenate([X, X])
+    Y = jnp.concatenate([jax.random.normal(k[2], (6,))] * 2)
+    c = flows.lazy_constants(net, (X, Y), key=jax.random.PRNGKey(0))
+    assert c.singular and c.C0 is None and c.alpha_min is None
+    assert "singular" in c.unavailable["C0"] and "singular" in c.unavailable["alpha_min"]
+    assert c.theorem_2_4_conditions(1e6) is False
+    summary = c.summary()
+    assert summary["C0"] is None and summary["alpha_min"] is None
+    assert set(summary["unavailable"]) == {"C0", "alpha_min"}

@@ -1,6 +1,5 @@
-"""What every experiment shares: usage errors, run folders, atomic writes, versions."""
+"""Files of a run folder: atomic writes of JSON and `.npz`, JSON-safe values, versions."""
 
-import datetime
 import importlib.metadata
 import json
 import math
@@ -9,9 +8,7 @@ import tempfile
 
 import numpy as np
 
-
-class UsageError(ValueError):
-    """Bad input from the command line: printed as one line, exit code 2."""
+from ._run_folder import TEMP_PREFIX  # removed if a run is stopped mid-write
 
 
 def versions() -> dict:
@@ -35,21 +32,9 @@ def versions() -> dict:
     return out
 
 
-def run_dir(out: str | None, experiment: str) -> str:
-    """The run folder: `out`, or `runs/<experiment>-<timestamp>`; created if missing."""
-    if out is None:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = os.path.join("runs", f"{experiment}-{stamp}")
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--out {out!r}: cannot create the run folder ({e.strerror})") from None
-    return out
-
-
 def _atomic(path: str, write) -> None:
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=os.path.splitext(path)[1])
     try:
         with os.fdopen(fd, "w" if write[0] == "text" else "wb") as f:
             write[1](f)

@@ -76,9 +76,10 @@ def plot_gaps(res, folder):
             "-",
             f"   fit: slope {slope:+.3f}" if slope is not None else None,
         )
-        _fit_line(
-            ax, alphas, sup, expected[key], color, ":", f"   theory: slope {expected[key]:+d}"
-        )
+        if expected:  # theory lines only where the theorems apply (smooth activations)
+            _fit_line(
+                ax, alphas, sup, expected[key], color, ":", f"   theory: slope {expected[key]:+d}"
+            )
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel("sup over t ≤ t1 of the gap (parameter / output norm)")
     ax.set_title(
@@ -136,7 +137,8 @@ def plot_loss(res, arr, folder, n_curves=4):
         if th["alpha_min"] is None
         else f"its conditions hold for α > {th['alpha_min']:.3g}"
     )
-    for j, i in enumerate(picks[:1] if same_bound else picks):
+    bounds = (picks[:1] if same_bound else picks) if th.get("theory_applies", True) else []
+    for j, i in enumerate(bounds):  # the theorem's bound only where it applies
         ax.semilogy(
             ts,
             0.5 * arr["theorem_2_4_bound"][i] ** 2,
@@ -210,7 +212,7 @@ def plot_heldout(res, folder):
         return None
     a_tr, gap_tr = _ok(res, "sup_output_gap")
     slope = res["fits"]["heldout_output_gap_slope"]
-    expected = res["theory"]["expected_slopes"]["heldout_output_gap"]
+    expected = (res["theory"]["expected_slopes"] or {}).get("heldout_output_gap")
     fig, ax = plt.subplots(figsize=(7.5, 5.2))
     ax.loglog(alphas, gap, "^", color="C2", ms=7, label=NAMES["heldout_output_gap"][0])
     _fit_line(
@@ -220,7 +222,9 @@ def plot_heldout(res, folder):
         slope,
         "C2",
         "-",
-        f"   fit: slope {slope:+.3f} (expected {expected:+d})" if slope is not None else None,
+        None
+        if slope is None
+        else f"   fit: slope {slope:+.3f}" + (f" (expected {expected:+d})" if expected else ""),
     )
     ax.loglog(a_tr, gap_tr, "s", color="C1", ms=4, alpha=0.6, label=NAMES["output_gap"][0])
     big = alphas > np.e

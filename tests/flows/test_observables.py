@@ -9,11 +9,10 @@ from scipy.optimize import minimize, nnls
 
 import flows
 import models
-from experiments._data import digits_pair
 
 
-def test_max_margin_matches_an_independent_qp_and_its_kkt_conditions_on_digits():
-    X, y, _, _ = digits_pair((3, 8), n_train=200, n_test=0)
+def test_max_margin_matches_an_independent_qp_and_its_kkt_conditions_on_digits(digits_3_8):
+    X, y = digits_3_8
     assert flows.is_linearly_separable(X, y)
     mm = flows.max_margin(X, y)
     Z = y[:, None] * X

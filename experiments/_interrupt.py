@@ -1,0 +1,105 @@
+"""Ctrl-C during `gradflows run`: never a crash, never a half-written file.
+
+Raising KeyboardInterrupt at an arbitrary point lands inside JAX/XLA work or a garbage
+collection callback: the process can then crash (exit 139) or swallow the interrupt. So SIGINT
+never raises here. The signal's byte goes to a wakeup pipe, and a watcher thread acts at once:
+
+- the first Ctrl-C sets a flag; the run stops at its next safe point (between α, parts,
+  figures: `check()` raises `Interrupted`), exit 130 with one line saying what is kept;
+- a second Ctrl-C stops at once: temporary files of writes in progress are removed, the same
+  line is printed, and the process ends with `os._exit(130)`. Every file is written by a
+  rename, so whatever is in the folder is whole.
+"""
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+_STATE = {"count": 0, "run": None}
+_STOP = b"\x00"  # written to the pipe to end the watcher
+
+
+class Interrupted(Exception):
+    """The user pressed Ctrl-C; raised at a safe point by `check()`."""
+
+
+def check() -> None:
+    """Raise `Interrupted` if Ctrl-C was pressed: call between units of finished work."""
+    if _STATE["count"]:
+        raise Interrupted
+
+
+def watch(run) -> None:
+    """Report on the `RunFolder` `run` if interrupted."""
+    _STATE["run"] = run
+
+
+def current_run():
+    """The `RunFolder` being watched, or None."""
+    return _STATE["run"]
+
+
+def line() -> str:
+    run = _STATE["run"]
+    if run is None:
+        return "interrupted before the run folder was made: nothing to keep"
+    return run.interrupted_line()
+
+
+def _on_sigint() -> None:
+    _STATE["count"] += 1
+    if _STATE["count"] == 1:
+        sys.stderr.write(
+            "\ninterrupt: stopping after the current step (Ctrl-C again to stop at once)\n"
+        )
+        sys.stderr.flush()
+        return
+    run = _STATE["run"]
+    if run is not None and run.started:
+        run.remove_temporaries()
+    sys.stderr.write(f"\n{line()}\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def _watcher(fd: int) -> None:
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            return
+        for byte in data:
+            if byte == _STOP[0]:
+                return
+            if byte == signal.SIGINT:
+                _on_sigint()
+
+
+@contextlib.contextmanager
+def handling():
+    """Inside the block, SIGINT follows this module's rules (main thread only; elsewhere the
+    block does nothing)."""
+    _STATE.update(count=0, run=None)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    thread = threading.Thread(target=_watcher, args=(read,), daemon=True, name="gradflows-sigint")
+    thread.start()
+    old_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    old_handler = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        # After an interrupt the process is on its way out: a further Ctrl-C must not kill it
+        # with a traceback while it exits with 130.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if _STATE["count"] else old_handler)
+        signal.set_wakeup_fd(old_fd)
+        os.write(write, _STOP)
+        thread.join(timeout=5)
+        os.close(read)
+        os.close(write)
+        _STATE["run"] = None

@@ -1,0 +1,162 @@
+"""The one run-folder policy of every experiment.
+
+- `--out DIR` names a new folder: an existing, non-empty DIR is refused (with the command that
+  continues it), so a folder never mixes two runs' files.
+- `--resume DIR` continues a run: DIR must hold the `config.json` of the same experiment;
+  finished work is kept and only what is missing is computed.
+- The folder is made only when the run starts (after every option and the data have been
+  checked), and `config.json` is its first file: bad input leaves no folder behind, and an
+  error before any result removes the folder it made.
+- Every file is written atomically (temporary file, then rename): a folder never holds a
+  half-written file, and results.json only names files that exist.
+"""
+
+import datetime
+import glob
+import json
+import os
+import shutil
+
+from ._options import UsageError
+
+CONFIG = "config.json"
+TEMP_PREFIX = ".tmp-"  # of `_files`' atomic writes (not imported: numpy would come with it)
+
+
+def add_run_folder_options(parser, experiment: str, *, progress: bool = True):
+    """The output group: `--out DIR` (a new folder), `--resume DIR`, `--no-progress`."""
+    g = parser.add_argument_group("run folder")
+    g.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help=f"new run folder (default runs/{experiment}-<time>); an existing non-empty "
+        "folder is refused",
+    )
+    g.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR",
+        help="continue an interrupted run in DIR with its recorded settings; finished work is kept",
+    )
+    if progress:
+        g.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return g
+
+
+class RunFolder:
+    """The run folder of one `gradflows run NAME`: where, whether resumed, what is kept.
+
+    `kept` is a short phrase the experiment updates as work finishes ("2 of 6 α finished"); the
+    interrupt line reports it.
+    """
+
+    def __init__(self, experiment: str, path: str, resumed: bool):
+        self.experiment = experiment
+        self.path = path
+        self.resumed = resumed
+        self.started = resumed
+        self.kept: str | None = None
+
+    @classmethod
+    def choose(cls, experiment: str, out: str | None, resume: str | None) -> "RunFolder":
+        """Check `--out`/`--resume` (nothing is created yet). Raises `UsageError`."""
+        if resume is not None:
+            if out is not None and os.path.abspath(out) != os.path.abspath(resume):
+                raise UsageError("give either --out (a new run) or --resume (an old one), not both")
+            folder = cls(experiment, resume, resumed=True)
+            folder.stored_config()  # refuses a folder without a readable config.json
+            return folder
+        if out is None:
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            out = base = os.path.join("runs", f"{experiment}-{stamp}")
+            k = 1
+            while os.path.exists(out):
+                out, k = f"{base}-{k}", k + 1
+        elif os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+            hint = (
+                f"continue it with --resume {out} or choose a new --out"
+                if os.path.exists(os.path.join(out, CONFIG))
+                else "choose a new --out"
+            )
+            raise UsageError(f"--out {out!r} already exists and is not empty: {hint}")
+        return cls(experiment, out, resumed=False)
+
+    def stored_config(self) -> dict:
+        """The run's config.json (for `--resume`). Raises `UsageError` naming `--resume`."""
+        path = os.path.join(self.path, CONFIG)
+        try:
+            with open(path, encoding="utf-8") as f:
+                config = json.load(f)
+            if not isinstance(config, dict):
+                raise ValueError
+        except (OSError, ValueError):
+            raise UsageError(
+                f"--resume {self.path!r}: no readable {CONFIG} of a {self.experiment} run"
+            ) from None
+        if config.get("experiment", self.experiment) != self.experiment:
+            raise UsageError(
+                f"--resume {self.path!r} holds a {config['experiment']} run, not a "
+                f"{self.experiment} run: gradflows run {config['experiment']} --resume {self.path}"
+            )
+        return config
+
+    def start(self, config: dict) -> None:
+        """Make the folder and write `config.json` (a new run); a resumed run keeps its own."""
+        from . import _interrupt
+
+        _interrupt.check()  # Ctrl-C before the run started: no folder at all
+        if self.resumed:
+            return
+        try:
+            os.makedirs(self.path, exist_ok=True)
+        except OSError as e:
+            raise UsageError(
+                f"--out {self.path!r}: cannot create the folder ({e.strerror})"
+            ) from None
+        from ._files import write_json
+
+        write_json(self.file(CONFIG), {"experiment": self.experiment, **config})
+        self.started = True
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def holds_results(self) -> bool:
+        """Whether anything besides config.json (a result, a part, a checkpoint) is kept."""
+        if not os.path.isdir(self.path):
+            return False
+        return any(n != CONFIG and not n.startswith(TEMP_PREFIX) for n in os.listdir(self.path))
+
+    def discard_if_unused(self) -> bool:
+        """Remove the folder this run made if it holds nothing but config.json (an error before
+        any result); returns whether it was removed."""
+        if self.resumed or not self.started or self.holds_results():
+            return False
+        shutil.rmtree(self.path, ignore_errors=True)
+        return True
+
+    def remove_temporaries(self) -> None:
+        """Remove the temporary files of writes cut short (ours and the flows' checkpoints')."""
+        for pattern in (f"{TEMP_PREFIX}*", "tmp*.npz"):
+            for path in glob.glob(os.path.join(glob.escape(self.path), pattern)):
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+
+    def resume_command(self) -> str:
+        return f"gradflows run {self.experiment} --resume {self.path}"
+
+    def interrupted_line(self) -> str:
+        """The one honest line printed on Ctrl-C: what is kept and how to go on."""
+        if not self.started:
+            return "interrupted before the run folder was made: nothing to keep"
+        checkpoints = glob.glob(os.path.join(glob.escape(self.path), "*.checkpoint.npz"))
+        kept = []
+        if self.kept:
+            kept.append(self.kept)
+        if checkpoints:
+            kept.append("a checkpoint of the solve in progress")
+        what = " and ".join(kept) if kept else "its settings only (config.json), no results yet"
+        return f"interrupted: {self.path} keeps {what}; resume with: {self.resume_command()}"

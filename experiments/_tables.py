@@ -1,0 +1,164 @@
+"""A user's data file (CSV or NPZ): read, interpreted as a task, split and standardised, with
+every interpretation stated (`Table.notes`) rather than made silently."""
+
+import csv
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from ._data import split_standardised
+
+TASKS = ("auto", "classification", "regression")
+
+
+class Table(NamedTuple):
+    """A data file, split: arrays `(n_train, d)`, `(n_train,)`, `(n_test, d)`, `(n_test,)`
+    (float64); `task` ("classification" with targets ±1, or "regression"); `notes`, one
+    sentence per interpretation made (dropped index column, constant columns, target map)."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    task: str
+    notes: list
+
+
+def _one_line(error) -> str:
+    return " ".join(str(error).split())
+
+
+def _read_csv(path, target, notes):
+    # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte order mark, which would
+    # otherwise become part of the first column's name.
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        header = next(csv.reader(f), None)
+        if not header:
+            raise ValueError("empty file (a header row of column names is needed)")
+        header = [name.strip() for name in header]
+        table = np.genfromtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
+    if table.size == 0:
+        raise ValueError("no data rows")
+    if table.shape[1] != len(header):
+        raise ValueError(f"rows have {table.shape[1]} fields, the header {len(header)}")
+    if header[0] == "" and np.array_equal(table[:, 0], np.arange(len(table))):
+        # pandas' to_csv writes its index so: an unnamed first column 0, 1, …, n − 1.
+        notes.append("dropped the unnamed first column (a pandas index 0..n−1)")
+        header, table = header[1:], table[:, 1:]
+    unnamed = [j + 1 for j, name in enumerate(header) if name == ""]
+    if unnamed:
+        raise ValueError(
+            f"column(s) {', '.join(map(str, unnamed))} have no name in the header row; name "
+            "them (or drop an index column that is not 0..n−1)"
+        )
+    if target not in header:
+        raise ValueError(f"no target column {target!r} (columns: {', '.join(header)})")
+    j = header.index(target)
+    return np.delete(table, j, axis=1), table[:, j]
+
+
+def _read_npz(path, target):
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except ValueError as e:  # not an archive numpy can read without pickles
+        raise ValueError(f"cannot read the file as NPZ ({e})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise ValueError("cannot read the file as NPZ (it holds a single .npy array)")
+    with npz:
+        if "X" not in npz.files or target not in npz.files:
+            raise ValueError(
+                f"an NPZ needs arrays 'X' (n, d) and {target!r} (n,); it holds "
+                f"{', '.join(npz.files) or 'nothing'}"
+            )
+        X, y = np.asarray(npz["X"], np.float64), np.asarray(npz[target], np.float64)
+    if X.ndim != 2 or y.ndim != 1 or len(y) != len(X):
+        raise ValueError(f"shapes X {X.shape} and {target} {y.shape}: need (n, d), (n,)")
+    return X, y
+
+
+def _read(path, target, notes):
+    """(features (n, d), target (n,)); every problem is a ValueError naming the file."""
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext == ".csv":
+            return _read_csv(path, target, notes)
+        if ext == ".npz":
+            return _read_npz(path, target)
+    except ValueError as e:
+        raise ValueError(f"--data {path!r}: {_one_line(e)}") from None
+    except (OSError, UnicodeDecodeError, EOFError) as e:
+        reason = getattr(e, "strerror", None) or _one_line(e)
+        raise ValueError(f"--data {path!r}: cannot read the file ({reason})") from None
+    except Exception as e:  # a corrupt archive or table: numpy's own error says why
+        raise ValueError(
+            f"--data {path!r}: cannot read the file ({type(e).__name__}: {_one_line(e)})"
+        ) from None
+    raise ValueError(f"--data {path!r}: expected a .csv or .npz file")
+
+
+def _interpret(y, task, path, target, notes):
+    values = np.unique(y)
+    if len(values) < 2:
+        raise ValueError(f"--data {path!r}: the target {target!r} has a single value")
+    if task == "auto":
+        task = "classification" if len(values) == 2 else "regression"
+    if task == "classification":
+        if len(values) != 2:
+            raise ValueError(
+                f"--task classification: the target {target!r} of {path!r} has {len(values)} "
+                "values; two classes are needed (or use --task regression)"
+            )
+        notes.append(f"classification: target {values[0]:g} → −1, {values[1]:g} → +1")
+        return np.where(y == values[0], -1.0, 1.0), task
+    integer = bool(np.all(values == np.round(values)))
+    hint = (
+        f" ({len(values)} integer values: if these are classes, the squared loss treats them as "
+        "numbers)"
+        if integer and len(values) <= 20
+        else ""
+    )
+    notes.append(f"regression on the values of {target!r}{hint}")
+    return y, task
+
+
+def table(path, target="target", n_train=100, n_test=100, seed=0, task="auto") -> Table:
+    """A user's data set: a CSV or NPZ file with features and a target, as a `Table`.
+
+    - CSV: a header row of column names, then one row per example, comma-separated numbers
+      (UTF-8, a byte order mark allowed); the column named `target` is the target, all
+      others are features. An unnamed first column holding 0..n−1 (pandas' index) is dropped;
+      any other unnamed column is refused.
+    - NPZ: arrays `X` of shape (n, d) and `target` of shape (n,).
+
+    `task`: "classification" maps a two-valued target to ±1 (the smaller value to −1) and
+    refuses any other number of values; "regression" keeps the values; "auto" is
+    classification for two values, regression otherwise. Rows are split at random (`seed`)
+    into `n_train` training and `n_test` held-out rows; features are standardised with the
+    training mean and standard deviation, and columns constant up to round-off become 0.
+
+    Raises `ValueError` naming the file (or `--task`) when it cannot be read, has no target
+    column, holds NaN or non-numeric entries, a single value, or fewer rows than
+    `n_train + n_test`.
+    """
+    if task not in TASKS:
+        raise ValueError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    notes = []
+    X, y = _read(path, target, notes)
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ValueError(f"--data {path!r}: missing, non-numeric or NaN entries")
+    y, task = _interpret(y, task, path, target, notes)
+    if n_train < 2 or n_test < 0 or n_train + n_test > len(y):
+        raise ValueError(
+            f"--data {path!r} has {len(y)} rows: --n-train ({n_train}, >= 2) plus --n-test "
+            f"({n_test}) must not exceed it"
+        )
+    *split, n_constant = split_standardised(X, y, n_train, n_test, seed)
+    if task == "classification" and len(np.unique(split[1])) < 2:
+        raise ValueError(f"--data {path!r}: the training rows hold a single class (seed={seed})")
+    if n_constant:
+        notes.append(
+            f"{n_constant} feature column(s) constant on the training rows (up to round-off) "
+            "set to 0"
+        )
+    return Table(*split, task=task, notes=notes)

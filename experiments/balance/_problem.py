@@ -1,0 +1,102 @@
+"""The balance problem (digits, deep linear net, objectives, observables) and one flow
+written to its `.npz`."""
+
+import hashlib
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import flows
+import models
+
+from .._data import digits_table
+from .._files import write_npz
+from .._options import UsageError, solve_settings
+
+
+class _Problem:
+    """Data, initialisation and objectives, built once (one compilation per objective)."""
+
+    def __init__(self, s: dict):
+        X, y = digits_table(s["classes"], s["n_train"], 0, s["seed"])[:2]
+        if not flows.is_linearly_separable(X, y):
+            raise UsageError(
+                f"--classes {s['classes']}: the {len(y)} training points are not "
+                "linearly separable through the origin; choose other digits"
+            )
+        self.X_np, self.y_np = X, y
+        self.X, self.y = jnp.asarray(X), jnp.asarray(y)
+        self.dims = [X.shape[1], *s["hidden"], 1]
+        self.net0 = models.DeepLinearNet.gaussian(
+            self.dims, scale=s["scale"], key=jax.random.PRNGKey(s["seed"])
+        )
+        self.svm = flows.max_margin(X, y)
+        self._logistic = flows.LogisticLoss(s["losses"]["logistic"])
+        self._squared = flows.SquaredLoss(s["losses"]["squared"])
+        drift = flows.balancedness_drift(self.net0)
+        drift_relative = flows.balancedness_drift(self.net0, relative=True)
+        self.drift_observables = {"drift": drift, "drift_relative": drift_relative}
+        self.observables = {
+            **self.drift_observables,
+            "singular_values": flows.layer_singular_values,
+            "alignment": flows.adjacent_alignment,
+            "sigma_ratio": flows.singular_value_ratio,
+            "stable_rank": flows.stable_rank,
+            "end_to_end": flows.end_to_end,
+            "margin": flows.normalised_margin(X, y),
+            "angle": flows.max_margin_angle(self.svm.direction),
+        }
+
+    def logistic(self, net):
+        return self._logistic(jax.vmap(net)(self.X)[:, 0], self.y)
+
+    def squared(self, net):
+        return self._squared(jax.vmap(net)(self.X)[:, 0], self.y)
+
+
+def _flat(observables: dict) -> dict:
+    """Observables as flat npz arrays: tuples (singular values per layer) become name_k."""
+    out = {}
+    for name, value in observables.items():
+        if isinstance(value, (tuple, list)):
+            out.update({f"{name}_{k}": np.asarray(v) for k, v in enumerate(value)})
+        else:
+            out[name] = np.asarray(value)
+    return out
+
+
+def _stats(traj) -> dict:
+    keep = ("num_steps", "num_rejected_steps", "grad_evals", "solvers", "switched_to_implicit_at")
+    return {k: traj.stats[k] for k in keep if k in traj.stats}
+
+
+def _flow(problem, loss, t1, s, out, tag, *, rtol, solver, observables):
+    ts = flows.log_times(t1, s["n_save"], t_min=1e-3 * min(1.0, t1))
+    # Keyed by the settings, so a rerun into the same folder resumes only its own solve.
+    key = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:10]
+    checkpoint = os.path.join(out, f".{tag}-{key}.checkpoint.npz")
+    try:
+        traj = flows.gradient_flow(
+            loss,
+            problem.net0,
+            t1,
+            ts=ts,
+            settings=solve_settings(
+                solver=solver, rtol=rtol, atol=s["atol_over_rtol"] * rtol, max_steps=s["max_steps"]
+            ),
+            observables=observables,
+            save_params=False,
+            progress=True,
+            checkpoint=checkpoint,
+        )
+    except flows.MaxStepsReached as e:
+        raise UsageError(f"--max-steps: {tag}: {e}") from None
+    write_npz(
+        os.path.join(out, f"{tag}.npz"), ts=traj.ts, loss=traj.loss, **_flat(traj.observables)
+    )
+    if os.path.exists(checkpoint):
+        os.remove(checkpoint)
+    return traj

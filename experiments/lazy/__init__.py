@@ -1,0 +1,33 @@
+"""`gradflows run lazy`: lazy training against its linearisation over a sweep of α.
+
+Chizat, Oyallon & Bach 2019, "On Lazy Training in Differentiable Programming": Theorem 2.2
+(finite horizon), Theorem 2.4 (uniform in time) and Proposition A.1 (held-out inputs), checked
+on real data. For each α the flows of F_α(w) = R(αh(w))/α² and of its linearisation F̄_α are
+integrated jointly (`flows.lazy_comparison`) and their sup gaps measured; the theorems'
+constants come from `flows.lazy_constants`.
+
+The run folder holds `config.json`, one `alpha-XX.json`/`.npz` part per finished α (each
+written atomically, so an interrupted sweep keeps them and `--resume DIR` goes on from there),
+then `results.json`, `trajectories.npz` and four figures (`experiments.lazy.plot`).
+"""
+
+from ._cli import add_arguments as add_arguments
+
+DESCRIPTION = (
+    "lazy training vs its linearisation over alpha on real data "
+    "(Chizat, Oyallon & Bach 2019, Thms 2.2/2.4, Prop. A.1)"
+)
+
+
+def run(args) -> int:
+    """Run the sweep for parsed `args` (JAX and matplotlib are imported only here)."""
+    from ._run import run as _run
+
+    return _run(args)
+
+
+def plot(folder: str) -> list[str]:
+    """Redraw the four figures from a run folder's files alone; returns the paths written."""
+    from ._plots import plot as _plot
+
+    return _plot(folder)

@@ -1,0 +1,180 @@
+"""The options of `gradflows run lazy` and the settings they resolve to."""
+
+import argparse
+
+from .._options import (
+    UsageError,
+    add_data_options,
+    add_list,
+    add_solver_options,
+    bounded,
+    flag,
+    parse_classes,
+    parse_list,
+    positive,
+    solve_settings,
+)
+from .._run_folder import add_run_folder_options
+
+DEFAULT_ALPHAS = [float(10 ** (k / 2)) for k in range(13)]  # 10^0 ... 10^6, half-decades
+
+
+DEFAULTS = {
+    "data": "digits",
+    "classes": "3,8",
+    "n_train": 100,
+    "n_test": 100,
+    "dim": 16,
+    "teacher_neurons": 3,
+    "target": "target",
+    "task": "auto",
+    "width": 256,
+    "depth": 1,
+    "activation": "gelu",
+    "symmetrize": "doubled",
+    "seed": 0,
+    "alphas": None,
+    "t1": None,
+    "loss_decades": 6.0,
+    "n_times": 100,
+    "solver": "tsit5",
+    "rtol": 1e-10,
+    "atol": 1e-12,
+    "max_steps": 200_000,
+    "nodes": None,
+    "rate_window": 0.5,
+    "lip_radius": 1.0,
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = DEFAULTS
+    g = add_data_options(p, files=True, classes=d["classes"], n_train=d["n_train"])
+    g.add_argument("--dim", type=int, default=d["dim"], help="teacher: input dimension (16)")
+    g.add_argument(
+        "--teacher-neurons", type=int, default=d["teacher_neurons"], help="teacher: neurons (3)"
+    )
+    g = p.add_argument_group("model")
+    g.add_argument("--width", type=int, default=d["width"], help="hidden width (256)")
+    g.add_argument(
+        "--depth",
+        type=int,
+        default=d["depth"],
+        help="hidden layers: 1 is the bias-free two-layer net f = m^-1/2 Σ a_j σ(b_j·x) "
+        "(models.TwoLayerNet); >1 is models.MLP without biases, N(0, 1/fan-in) weights (1)",
+    )
+    g.add_argument(
+        "--activation",
+        default=d["activation"],
+        help="gelu, tanh, softplus (smooth), relu, abs, leaky_relu (default gelu)",
+    )
+    g.add_argument(
+        "--symmetrize",
+        choices=("doubled", "centred"),
+        default=d["symmetrize"],
+        help="h(w0) = 0 by f(w1) − f(w2), both trained (doubled), or f(w) − f(w0) with w0 "
+        "frozen (centred). Default: %(default)s",
+    )
+    g.add_argument("--seed", type=int, default=d["seed"], help="model and data split seed (0)")
+    g = p.add_argument_group("flow")
+    add_list(
+        g,
+        "--alphas",
+        default=d["alphas"],
+        help="scales α > 0 (comma- or space-separated); default 10^0 ... 10^6 in half-decades",
+    )
+    g.add_argument(
+        "--t1",
+        type=float,
+        default=d["t1"],
+        help="horizon (flow time); default: flows.lazy_horizon, D·ln(10)/(2·λ_min(Σ)) with "
+        "D = --loss-decades, so that the linearised loss falls by at least 10^D",
+    )
+    g.add_argument("--loss-decades", type=float, default=d["loss_decades"], help="D (6)")
+    g.add_argument(
+        "--n-times",
+        type=int,
+        default=d["n_times"],
+        help="log-spaced save times (100), plus 20 evenly spaced ones for the late tail",
+    )
+    g.add_argument(
+        "--nodes",
+        type=int,
+        default=d["nodes"],
+        help="Gauss-Legendre nodes of the remainder form (default: flows.LAZY_NODES). "
+        "lazy_comparison picks the form by flows.lazy_remainder_rule (remainder for α >= 30)",
+    )
+    g.add_argument(
+        "--rate-window",
+        type=float,
+        default=d["rate_window"],
+        help="the late rate is fitted over t in [(1 − w)·t1, t1] (w = 0.5)",
+    )
+    g.add_argument(
+        "--lip-radius",
+        type=float,
+        default=d["lip_radius"],
+        help="Lip(Dh) is estimated at w0 and at random points this far from it (1)",
+    )
+    add_solver_options(
+        p,
+        solver=d["solver"],
+        rtol=d["rtol"],
+        atol=d["atol"],
+        max_steps=d["max_steps"],
+        max_steps_help="step budget per α",
+    )
+    add_run_folder_options(p, "lazy", progress=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+
+
+def settings(args) -> dict:
+    """The settings of `args`, every one checked (the solver's by `flows.SolveSettings`),
+    before any computation. Raises `UsageError` naming the flag."""
+    import flows
+    import models
+
+    s = {key: getattr(args, key) for key in DEFAULTS}
+    s["alphas"] = parse_list("--alphas", s["alphas"], positive=True) or list(DEFAULT_ALPHAS)
+    s["classes"] = ",".join(map(str, parse_classes(s["classes"])))
+    if s["nodes"] is None:
+        s["nodes"] = flows.LAZY_NODES
+    for key, low, high in (
+        ("width", 1, 100_000),
+        ("depth", 1, 64),
+        ("n_train", 2, 10**6),
+        ("n_test", 0, 10**6),
+        ("n_times", 2, 100_000),
+        ("nodes", 2, 16),
+        ("dim", 2, 100_000),
+        ("teacher_neurons", 1, 100_000),
+        ("seed", 0, 2**32 - 1),
+    ):
+        bounded(flag(key), s[key], low, high)
+    positive("--loss-decades", s["loss_decades"])
+    if s["t1"] is not None:
+        positive("--t1", s["t1"])
+    if not 0 < s["rate_window"] < 1:
+        raise UsageError(f"--rate-window must lie in (0, 1), got {s['rate_window']}")
+    positive("--lip-radius", s["lip_radius"], allow_zero=True)
+    try:
+        models.activation(s["activation"])
+    except ValueError as e:
+        raise UsageError(f"--activation: {e}") from None
+    solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
+    return s
+
+
+def resumed(config: dict, folder: str, args, s: dict) -> dict:
+    """The settings recorded in the run's `config`; options given now must agree with them."""
+    stored = {key: config.get(key, DEFAULTS[key]) for key in DEFAULTS}  # t1: as resolved
+    for key in DEFAULTS:
+        if getattr(args, key) != DEFAULTS[key] and s[key] != stored[key]:
+            raise UsageError(
+                f"--resume {folder!r}: {flag(key)} {s[key]} differs from the run's "
+                f"{stored[key]}; drop the option or start a new run"
+            )
+    return stored

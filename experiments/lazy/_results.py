@@ -1,0 +1,129 @@
+"""results.json and trajectories.npz of a lazy run, from the parts of every α."""
+
+import os
+
+import numpy as np
+
+import flows
+
+from .._files import versions, write_json, write_npz
+from ._alpha import LOSS, NON_SMOOTH, _part
+
+EXPECTED_SLOPES = {
+    "doubled": {"weight_gap": -2, "output_gap": -2, "heldout_output_gap": -2, "distance": -1},
+    "centred": {"weight_gap": -2, "output_gap": -1, "heldout_output_gap": -1, "distance": -1},
+}
+
+
+MIN_FIT_ALPHAS = 3  # a slope through two points says nothing about a power law
+LATE_ALPHA = 10.0  # the lazy regime of the late rate (README: "α ≥ 10")
+
+
+def _theory(constants, s, t1) -> dict:
+    out = constants.summary()
+    smooth = s["activation"] not in NON_SMOOTH
+    out.update(
+        loss="R(y) = ½‖y − y*‖² (sum over the training outputs)",
+        t1=t1,
+        theory_applies=smooth,
+        theory_note=None
+        if smooth
+        else f"{s['activation']} is not smooth: Dh is not Lipschitz, outside the assumptions of "
+        "Chizat, Oyallon & Bach 2019 (Thms 2.2/2.4); no expected slopes or theorem rates",
+        expected_slopes=EXPECTED_SLOPES[s["symmetrize"]] if smooth else None,
+        theorem_2_2_bound="sqrt(t1 · R(α h(w0))) / α",
+        theorem_2_4_bound="sqrt(κ) ‖α h(w0) − y*‖ exp(−m σ_min² t / 4), bounds ‖α h(w_α(t)) − y*‖",
+        theorem_2_4_conditions="σ_min > 0, ‖h(w0)‖ ≤ C0 and α > ‖y*‖/C0 = alpha_min",
+        rate_definition=(
+            "minus the least-squares slope of log ‖αh(w_α(t)) − y*‖ (= log sqrt(2R)) over "
+            f"t in [{1 - s['rate_window']:g}·t1, t1]; the loss R decays at twice this rate"
+        ),
+    )
+    return out
+
+
+def _fits(runs, heldout: bool) -> dict:
+    """Log-log slopes over the finished α, only from `MIN_FIT_ALPHAS` of them on."""
+    ok = [r for r in runs if not r["failed"]]
+    alphas = [r["alpha"] for r in ok]
+    enough = len(ok) >= MIN_FIT_ALPHAS
+
+    def slope(key):
+        return flows.loglog_slope(alphas, [r[key] for r in ok]) if enough else None
+
+    late = [r["rate"] for r in ok if r["alpha"] >= LATE_ALPHA and r.get("rate") is not None]
+    return {
+        "weight_gap_slope": slope("sup_weight_gap"),
+        "output_gap_slope": slope("sup_output_gap"),
+        "heldout_output_gap_slope": slope("sup_heldout_output_gap") if heldout else None,
+        "distance_slope": slope("sup_distance_from_init"),
+        "n_alphas_fitted": len(ok) if enough else 0,
+        "fit_note": None
+        if enough
+        else f"{len(ok)} finished α: a slope needs at least {MIN_FIT_ALPHAS}, none is fitted",
+        "late_rate_median": float(np.median(late)) if late else None,
+        "late_rate_alphas": [
+            r["alpha"] for r in ok if r["alpha"] >= LATE_ALPHA and r.get("rate") is not None
+        ],
+        "late_rate_note": f"median of the per-α rates over the finished α >= {LATE_ALPHA:g} "
+        "whose rate was fitted (the lazy regime); per-α rates are in runs",
+    }
+
+
+RUN_KEYS = (  # the stable per-α schema of results.json, in this order
+    "alpha",
+    "sup_weight_gap",
+    "sup_output_gap",
+    "sup_heldout_output_gap",
+    "sup_distance_from_init",
+    "final_loss",
+    "final_loss_linearized",
+    "rate",
+    "theorem_2_4_rate",
+    "symmetrize",
+)
+
+
+def write_results(folder, config, records, constants, s, t1) -> None:
+    """results.json and trajectories.npz from the parts of every α."""
+    runs, series = [], {}
+    for rec in records:
+        alpha = rec["alpha"]
+        extra = {
+            "theorem_2_4_rate": constants.theorem_2_4_rate,
+            "symmetrize": s["symmetrize"],
+            "theorem_2_2_bound": flows.theorem_2_2_bound(
+                alpha,
+                t1,
+                float(LOSS(alpha * constants.h0, constants.y_star)),  # R(αh(w0))
+            ),
+            "theorem_2_4_conditions_hold": constants.theorem_2_4_conditions(alpha),
+        }
+        if not rec["failed"]:
+            with np.load(_part(folder, rec["index"], "npz")) as part:
+                arrays = {key: part[key] for key in part.files}
+            arrays["theorem_2_4_bound"] = flows.theorem_2_4_bound(arrays["ts"], alpha, constants)
+            # measured: ‖αh(w_α(t)) − y*‖ ≤ bound at every save time (1e-9: round-off at t = 0)
+            extra["theorem_2_4_bound_held"] = bool(
+                np.all(arrays["residual"] <= arrays["theorem_2_4_bound"] * (1 + 1e-9))
+            )
+            for key, value in arrays.items():
+                series.setdefault(key, []).append(value)
+        run = {key: rec.get(key, extra.get(key)) for key in RUN_KEYS}
+        run.update(extra)
+        run.update({k: v for k, v in rec.items() if k not in run})
+        runs.append(run)
+    results = {
+        "experiment": "lazy",
+        "config": config,
+        "versions": versions(),
+        "runs": runs,
+        "fits": _fits(runs, heldout=config["n_test"] > 0),
+        "theory": _theory(constants, s, t1),
+        "complete": True,
+    }
+    write_json(os.path.join(folder, "results.json"), results)
+    out = {"alphas": np.array([r["alpha"] for r in runs if not r["failed"]])}
+    for key, stack in series.items():
+        out[key] = stack[0] if key == "ts" else np.stack(stack)
+    write_npz(os.path.join(folder, "trajectories.npz"), **out)

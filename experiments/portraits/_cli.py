@@ -1,0 +1,93 @@
+"""The options of `gradflows run portrait` and their checks."""
+
+import argparse
+import math
+
+from .._options import (
+    UsageError,
+    add_list,
+    add_solver_options,
+    bounded,
+    flag,
+    parse_list,
+    positive,
+    solve_settings,
+)
+from .._run_folder import add_run_folder_options
+
+FIGURES = ("seed", "flows", "conservation")
+FORMATS = ("png", "svg", "pdf")
+ACTIVATIONS = ("tanh", "gelu", "softplus")
+# Starting points of the conservation figure; the first is also gradient descent's.
+CONSERVATION_STARTS = ((2.2, -0.5), (1.6, -1.3), (-1.2, 1.7), (-0.3, 0.4), (0.9, -2.2), (-2.1, 0.9))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("figures")
+    g.add_argument("--format", choices=FORMATS, default="png", help="figure file format")
+    add_list(
+        g, "--figures", default=list(FIGURES), help=f"which figures, from {', '.join(FIGURES)}"
+    )
+    g.add_argument(
+        "--activation", choices=ACTIVATIONS, default="tanh", help="σ in f(w) = w2·σ(w1·x)"
+    )
+    g.add_argument("--x", type=float, default=1.0, help="the input x (default 1)")
+    add_list(
+        g, "--w0", default="0.5,1", metavar="W", help="initialisation and linearisation point "
+        "w1,w2 (default 0.5,1)",
+    )  # fmt: skip
+    add_list(g, "--scales", default="0.1,10", help="α of the seed figure (0.1,10)")
+    add_list(g, "--alphas", default="0.1,1,10", help="α of the flow figure (0.1,1,10)")
+    g.add_argument(
+        "--radius", type=float, default=2.0, help="window half-width ρ; the window is w0 ± ρ/α"
+    )
+    g.add_argument("--target", type=float, default=1.0, help="scalar target y*")
+    g.add_argument("--t1", type=float, default=10.0, help="flow time of each trajectory")
+    g.add_argument("--eta", type=float, default=0.35, help="gradient-descent step η")
+    g.add_argument("--gd-steps", type=int, default=12, help="gradient-descent steps")
+    g.add_argument(
+        "--grid", type=int, default=101, help="grid points per axis of surfaces and level sets"
+    )
+    g.add_argument(
+        "--field-grid", type=int, default=41, help="grid points per axis of the streamlines"
+    )
+    add_solver_options(parser, solver=None, max_steps=None)
+    add_run_folder_options(parser, "portrait", progress=False)
+
+
+def settings(args) -> dict:
+    """The settings of `args`, every one checked before any computation (tolerances by
+    `flows.SolveSettings`). Raises `UsageError` naming the flag."""
+    figures = parse_list("--figures", args.figures, str)
+    unknown = sorted(set(figures) - set(FIGURES))
+    if unknown:
+        raise UsageError(
+            f"--figures: unknown {', '.join(unknown)}; choose from {', '.join(FIGURES)}"
+        )
+    for name in ("radius", "t1", "eta", "x"):
+        positive(flag(name), getattr(args, name))
+    if not math.isfinite(args.target):
+        raise UsageError(f"--target must be a finite number, got {args.target}")
+    bounded("--grid", args.grid, 5, 2000)
+    bounded("--field-grid", args.field_grid, 5, 2000)
+    bounded("--gd-steps", args.gd_steps, 1, 10_000)
+    solve_settings(solver="tsit5", rtol=args.rtol, atol=args.atol)
+    return {
+        "figures": [f for f in FIGURES if f in figures],
+        "format": args.format,
+        "activation": args.activation,
+        "x": args.x,
+        "w0": parse_list("--w0", args.w0, count=2),
+        "scales": parse_list("--scales", args.scales, positive=True),
+        "alphas": parse_list("--alphas", args.alphas, positive=True),
+        "radius": args.radius,
+        "target": args.target,
+        "t1": args.t1,
+        "eta": args.eta,
+        "gd_steps": args.gd_steps,
+        "grid": args.grid,
+        "field_grid": args.field_grid,
+        "rtol": args.rtol,
+        "atol": args.atol,
+        "solver": "tsit5",
+    }

@@ -1,0 +1,86 @@
+"""What went wrong in a solve, said with the time reached and what to change.
+
+Three different things stop a solve early, and the message says which: the step size
+collapsed while the state stayed bounded (a kink, or stiffness beyond the solver), the state
+really grew (a blow-up), or it became non-finite. The advice for an exhausted step budget
+fits the solver in use and the rejected-step rate."""
+
+from ._solvers import IMPLICIT
+
+#: Below dtmin·max(1, t) a proposed step counts as collapsed (t the time reached): a few
+#: hundred float64 ulps of t, where further steps cannot advance the time meaningfully.
+DTMIN_RELATIVE = 1e-13
+#: ‖dy/dt‖ below this multiple of max(1, ‖y‖) is rest at float64 round-off.
+AT_REST = 1e3 * 2.2e-16
+#: A state norm above this multiple of max(1, its initial norm) counts as growing.
+GROWTH = 10.0
+
+
+class MaxStepsReached(RuntimeError):
+    """The step budget `max_steps` ran out before the final time. The budget is checked
+    inside each chunk (whose own limit is `max_steps`) and between chunks, so a solve stops
+    after at most `max_steps` steps plus those of one chunk. The message gives the time
+    reached and advice that fits the solver in use; `.stats` holds the `SolveStats` (a dict)
+    of the work done, as does that of a `FloatingPointError` raised by a solve."""
+
+
+def max_steps_advice(phase: str, settings, stats) -> str:
+    """What to change after the budget ran out, for the solver `phase` in use."""
+    advice = [f"raise max_steps (used {stats.num_steps})"]
+    rejected = stats.num_rejected_steps / max(1, stats.num_steps)
+    if rejected > 0.3:
+        advice.append(
+            f"{rejected:.0%} of the steps were rejected, which points to a non-smooth objective "
+            "(kinks such as ReLU's), where every solver chatters: a smooth activation (gelu, "
+            "softplus) avoids it"
+        )
+    if phase in IMPLICIT:
+        advice.append(
+            f"solver={phase!r} is implicit already, so stiffness does not limit its steps; each "
+            f"Newton–GMRES solve is capped at gmres_max_iters={settings.gmres_max_iters} "
+            f"Hessian-vector products ({stats.jvp_evals} used in all), and a solve that "
+            "exhausts it rejects the step: raise gmres_max_iters if the flow is smooth"
+        )
+    else:
+        advice.append(
+            f"if the flow is stiff (solver={phase!r} is explicit, so its steps are limited by "
+            "stability), use solver='kvaerno5' or 'auto'; if the objective has kinks (ReLU), "
+            "every solver chatters there and a smooth activation avoids it"
+        )
+    if settings.rtol < 1e-6:
+        advice.append(f"or loosen rtol={settings.rtol:g}")
+    return "; ".join(advice)
+
+
+def collapse_message(
+    phase: str, settings, t: float, dt: float, norm0: float, norm: float, speed: float
+) -> str:
+    """Message for a step size that fell below the floor at time `t`: a blow-up if the state
+    norm grew, rest at round-off if it stopped moving, otherwise a kink or stiffness (or, for
+    an implicit solver, Newton–GMRES solves that fail). `speed` is ‖dy/dt‖ at `t`."""
+    where = (
+        f"the step size collapsed to {dt:.3g} at t={t:.6g} (floor "
+        f"{DTMIN_RELATIVE:g}·max(1, t)); ‖y‖ = {norm0:.3g} at t=0 and {norm:.3g} now, "
+        f"‖dy/dt‖ = {speed:.3g}"
+    )
+    if not norm <= GROWTH * max(1.0, norm0):  # also NaN
+        return f"the trajectory is blowing up: {where}"
+    if speed <= AT_REST * max(1.0, norm):
+        return (
+            f"{where}: the flow has come to rest to round-off, and the steps it would need at "
+            f"this t (≥ {DTMIN_RELATIVE:g}·t) are beyond what solver={phase!r} can take in "
+            "float64; the state reached is the solution to round-off unless the objective has "
+            "a slower mode: a t1 nearer the slowest time scale avoids this"
+        )
+    advice = (
+        "use solver='kvaerno5' if the flow is stiff"
+        if phase not in IMPLICIT
+        else "a smooth activation (gelu, softplus) avoids kinks; if the flow is smooth, its "
+        f"Newton–GMRES solves may be failing: each is capped at gmres_max_iters="
+        f"{settings.gmres_max_iters} Hessian-vector products"
+    )
+    return (
+        f"{where}: the state stayed bounded, so this is not a blow-up; the vector field is "
+        f"probably not smooth there (a kink, e.g. ReLU) or stiffer than solver={phase!r} can "
+        f"follow; {advice}"
+    )

@@ -1,0 +1,84 @@
+"""Choices for a lazy-training run that belong to the physics, not to a CLI: which form of
+`lazy_comparison` an α uses, the horizon that lets the loss fall by D decades, and save times
+that resolve both the fastest and the slowest mode."""
+
+import math
+
+import numpy as np
+
+from ._checks import check_positive
+from ._times import log_times
+
+#: α at and above which `lazy_comparison` uses the Taylor-remainder form (see
+#: `lazy_remainder_rule`).
+LAZY_REMAINDER_ALPHA = 30.0
+#: Gauss–Legendre nodes of the remainder integrals.
+LAZY_NODES = 3
+
+
+def lazy_remainder_rule(alpha: float) -> bool:
+    """Whether `lazy_comparison` integrates α in the Taylor-remainder form (True) or the direct
+    form (False): True exactly when α ≥ `LAZY_REMAINDER_ALPHA` = 30.
+
+    **Why.** The direct form computes the scaled gap's derivative as α(u' − ū'), a difference
+    of two O(1) terms: its round-off is α·eps relative, harmless at small α but a floor that
+    breaks the gaps' α⁻² slopes (and makes the step-size controller reject steps) as α grows.
+    The remainder form computes the same derivative from Gauss–Legendre integrals of the
+    second-order Taylor remainder of h at w0, whose round-off is relative to the gap itself;
+    its quadrature error on the path w0 + s·u/α falls like ‖u/α‖^(2·nodes − 1), so it needs
+    ‖u‖/α small. At α = 30 both errors are far below any tolerance a float64 solve can ask
+    for (direct: 30·eps ≈ 7e-15; remainder with 3 nodes: the two forms agree to 1e-7
+    relative at α = 30 and 300, `tests/flows/test_lazy.py`), and the direct form is ~3×
+    cheaper per step, so it is kept below.
+
+    **Arguments:** `alpha`: the scale α > 0.
+
+    **Returns:** `bool`.
+
+    **Raises:** `ValueError` naming `alpha` if it is not finite and > 0.
+    """
+    return check_positive("alpha", alpha) >= LAZY_REMAINDER_ALPHA
+
+
+def lazy_horizon(lambda_min: float, decades: float) -> float:
+    """Flow time t1 = D·ln(10)/(2λ_min) in which the squared loss of the linearised flow falls
+    by 10^D.
+
+    For R(y) = ½‖y − y*‖² the linear branch's residual obeys r(t) = e^{−tΣ}r(0), so its slowest
+    mode decays like e^{−λ_min t} and the loss like e^{−2λ_min t}.
+
+    **Arguments:**
+    - `lambda_min`: smallest eigenvalue of the NTK Gram matrix Σ = JJᵀ (1 / flow time), > 0.
+    - `decades`: D > 0.
+
+    **Returns:** t1 (flow time), a float.
+
+    **Raises:** `ValueError` naming the argument if it is not finite and > 0 (a singular Σ has
+    no such horizon: give t1 yourself).
+
+    **Reference:** Chizat, Oyallon & Bach 2019, §2 (the linearised flow ȳ' = −Σ∇R(ȳ)).
+    """
+    lambda_min = check_positive("lambda_min", lambda_min)
+    decades = check_positive("decades", decades)
+    return decades * math.log(10) / (2 * lambda_min)
+
+
+def lazy_save_times(t1: float, lambda_max: float, n: int = 100) -> np.ndarray:
+    """Save times for a lazy run: `log_times(t1, n)` from t_min = min(10⁻³t1, 10⁻²/λ_max) (a
+    hundredth of the fastest mode's time scale), joined with 20 evenly spaced times, so that
+    both the early fall and the late exponential tail are resolved.
+
+    **Arguments:**
+    - `t1`: final flow time, > 0.
+    - `lambda_max`: largest eigenvalue of the NTK Gram matrix (1 / flow time), ≥ 0 (0 or
+      smaller gives t_min = 10⁻³t1).
+    - `n`: number of log-spaced times, ≥ 2.
+
+    **Returns:** float64 array `(T,)`, strictly increasing, from 0 to exactly `t1`.
+
+    **Raises:** `ValueError` naming `t1` or `n`.
+    """
+    t1 = check_positive("t1", t1)
+    lambda_max = float(lambda_max)
+    t_min = min(1e-3 * t1, 1e-2 / lambda_max) if lambda_max > 0 else 1e-3 * t1
+    return np.union1d(log_times(t1, n, t_min=t_min), np.linspace(0.0, t1, 21)[1:])

@@ -1,0 +1,124 @@
+"""The solve settings: one frozen object, validated once, with the library's one set of
+defaults. Every entry point (`gradient_flow`, `lazy_comparison`, `gradient_descent`) and every
+CLI builds one and passes it down; nothing else checks or defaults a tolerance."""
+
+import dataclasses
+import math
+
+from ._solvers import GMRES_MAX_ITERS, NAMES
+
+_MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps
+
+
+def _number(name: str, value, kind, allow_inf: bool = False):
+    """`value` as a finite float (or an int when `kind is int`), or a ValueError naming it."""
+    try:
+        if isinstance(value, (bool, str)):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(number) or (math.isinf(number) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {number}")
+    if kind is int:
+        if number != int(number):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        return int(number)
+    return number
+
+
+@dataclasses.dataclass(frozen=True)
+class SolveSettings:
+    """How a flow is solved: solver, tolerances and budgets.
+
+    Built once and validated in its constructor, so that a bad setting is refused before any
+    computation, with the same rule everywhere. Change fields with `.replace(rtol=...)`, which
+    validates again; record them with `.to_dict()`.
+
+    **Fields:**
+    - `solver`: "tsit5", "dopri5", "dopri8" (explicit Runge–Kutta), "kvaerno5" (implicit,
+      matrix-free Newton–GMRES), "implicit_midpoint", "gauss4", "gauss6" (Gauss–Legendre,
+      conserving quadratic invariants to round-off), "exprb32" (exponential Rosenbrock,
+      matrix-free Lanczos) or "auto" (see `gradient_flow`).
+    - `rtol`, `atol`: tolerances of the PID step-size controller, on the solved state (and of
+      the GMRES solves inside Newton). rtol ∈ [1e-14, 1): float64 cannot do better than a
+      few units of its resolution 2.2e-16 per step. atol ≥ 0, in the state's units.
+    - `max_steps`: budget of solver steps (accepted + rejected) for the whole solve, ≥ 1.
+    - `chunks`: number of diffrax calls the horizon is split into (progress, checkpoints,
+      the stiffness switch), ≥ 1.
+    - `stiff_steps`: with `solver="auto"`, the explicit trial gives way to Kvaerno5 in the
+      first chunk that needs more than this many steps, ≥ 1.
+    - `stiff_horizon`: with `solver="auto"`, start implicit when ρ·t1 exceeds it (ρ the
+      Hessian's λ_max at the start), > 0; `inf` never starts implicit.
+    - `gmres_max_iters`: cap on the Hessian-vector products of each GMRES solve inside the
+      implicit solver's Newton iterations (rounded up to restart cycles of 10), ≥ 1. A solve
+      that exhausts it rejects the step, so `max_steps` and this cap bound the total work:
+      at most 6 stages × 10 Newton iterations × `gmres_max_iters` Hessian-vector
+      products per Kvaerno5 step.
+
+    **Raises:** `ValueError` naming the field when a value is out of range.
+    """
+
+    solver: str = "auto"
+    rtol: float = 1e-10
+    atol: float = 1e-12
+    max_steps: int = 200_000
+    chunks: int = 20
+    stiff_steps: int = 200
+    stiff_horizon: float = 1e4
+    gmres_max_iters: int = GMRES_MAX_ITERS
+
+    def __post_init__(self):
+        if self.solver not in NAMES:
+            raise ValueError(f"solver must be one of {NAMES}, got {self.solver!r}")
+        checked = {
+            "rtol": _number("rtol", self.rtol, float),
+            "atol": _number("atol", self.atol, float),
+            "max_steps": _number("max_steps", self.max_steps, int),
+            "chunks": _number("chunks", self.chunks, int),
+            "stiff_steps": _number("stiff_steps", self.stiff_steps, int),
+            "gmres_max_iters": _number("gmres_max_iters", self.gmres_max_iters, int),
+            "stiff_horizon": _number("stiff_horizon", self.stiff_horizon, float, allow_inf=True),
+        }
+        if not _MIN_RTOL <= checked["rtol"] < 1:
+            raise ValueError(
+                f"rtol must lie in [{_MIN_RTOL:g}, 1) (float64 cannot do better), "
+                f"got {checked['rtol']:g}"
+            )
+        if checked["atol"] < 0:
+            raise ValueError(f"atol must be >= 0, got {checked['atol']:g}")
+        for name in ("max_steps", "chunks", "stiff_steps", "gmres_max_iters"):
+            if checked[name] < 1:
+                raise ValueError(f"{name} must be >= 1, got {checked[name]}")
+        if checked["stiff_horizon"] <= 0:
+            raise ValueError(f"stiff_horizon must be > 0, got {checked['stiff_horizon']:g}")
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    def replace(self, **changes) -> "SolveSettings":
+        """A copy with `changes` applied, validated again.
+
+        **Raises:** `TypeError` for a name that is not a field; `ValueError` as the
+        constructor.
+        """
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise TypeError(
+                f"unknown solve setting(s) {', '.join(unknown)}; the settings are "
+                f"{', '.join(f.name for f in dataclasses.fields(self))}"
+            )
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The fields as a plain dict of str, int and float (for results.json)."""
+        return dataclasses.asdict(self)
+
+
+def resolve_settings(settings: SolveSettings | None, overrides: dict) -> SolveSettings:
+    """`settings` (default: `SolveSettings()`) with the keyword overrides of an entry point
+    applied: `gradient_flow(..., rtol=1e-10)` is `settings=SolveSettings(rtol=1e-10)`."""
+    if settings is None:
+        settings = SolveSettings()
+    elif not isinstance(settings, SolveSettings):
+        raise ValueError(f"settings must be a flows.SolveSettings, got {type(settings).__name__}")
+    return settings.replace(**overrides) if overrides else settings

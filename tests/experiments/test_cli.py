@@ -1,0 +1,120 @@
+"""The `gradflows` command: cheap listing, one run-folder policy, one way to read options."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from experiments import _cli
+from tests.helpers import ROOT, cli, one_line
+
+# Options that make each experiment tiny (used where an experiment must get past validation).
+TINY = {
+    "lazy": ["--width", "4", "--n-train", "6", "--n-test", "0", "--t1", "0.1", "--n-times", "4",
+             "--alphas", "10", "--no-progress"],
+    "balance": ["--parts", "gd", "--n-train", "20", "--hidden", "3,2", "--etas", "0.2,0.1",
+                "--gd-t1", "2", "--n-save", "4"],
+    "portrait": ["--figures", "seed", "--grid", "5"],
+}  # fmt: skip
+
+
+def test_list_and_help_import_neither_diffrax_nor_matplotlib():
+    code = (
+        "import sys, time; t = time.perf_counter(); from experiments import _cli\n"
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()): _cli.main(['list'])\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try: _cli.main(['--help'])\n"
+        "    except SystemExit: pass\n"
+        "heavy = sorted(m for m in ('diffrax', 'matplotlib', 'jax', 'equinox')\n"
+        "               if m in sys.modules)\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_list_names_every_experiment(capsys):
+    assert cli("list") == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == list(_cli.EXPERIMENTS)
+
+
+@pytest.mark.parametrize("name", ["lazy", "balance", "portrait"])
+def test_every_experiment_refuses_an_existing_run_folder(name, tmp_path, capsys):
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"experiment": name}))
+    (folder / "results.json").write_text("{}")
+    assert cli("run", name, *TINY[name], "--out", folder) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "--out" in err and f"--resume {folder}" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "results.json"]
+
+
+@pytest.mark.parametrize("name", ["lazy", "balance", "portrait"])
+def test_resume_refuses_a_folder_without_a_run(name, tmp_path, capsys):
+    assert cli("run", name, "--resume", tmp_path) == 2
+    assert "no readable config.json" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    "name, argv, says",
+    [
+        ("lazy", ["--rtol", "1e-15"], "--rtol must lie in [1e-14, 1)"),
+        ("lazy", ["--atol", "-1"], "--atol must be >= 0"),
+        ("lazy", ["--max-steps", "0"], "--max-steps must be >= 1"),
+        ("portrait", ["--rtol", "1e-15"], "--rtol must lie in [1e-14, 1)"),
+        ("balance", ["--rtols", "1e-15,1e-8"], "--rtols must lie in [1e-14, 1)"),
+        ("balance", ["--homogeneous-max-steps", "0"], "--homogeneous-max-steps must be >= 1"),
+    ],
+)
+def test_solver_settings_are_checked_by_the_library_rule_before_anything(
+    name, argv, says, tmp_path, capsys
+):
+    assert cli("run", name, *argv, "--out", tmp_path / "x") == 2
+    assert says in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    "name, argv, says",
+    [
+        ("lazy", ["--alphas", "-1,10"], "--alphas must be > 0, got -1"),
+        ("lazy", ["--alphas", "1", "-3"], "--alphas must be > 0, got -3"),
+        ("lazy", ["--alphas", "1,x"], "--alphas: 'x' is not a number"),
+        ("portrait", ["--alphas", "0.1,1,-10"], "--alphas must be > 0, got -10"),
+        ("portrait", ["--scales", "0.1", "x"], "--scales: 'x' is not a number"),
+        ("portrait", ["--w0", "1,2,3"], "--w0 takes 2 values"),
+        ("balance", ["--etas", "0.1,-1"], "--etas must be > 0, got -1"),
+        ("balance", ["--etas", "0.1", "-1"], "--etas must be > 0, got -1"),
+        ("lazy", ["--classes", "3"], "--classes takes 2 values"),
+        ("balance", ["--classes", "3,3"], "--classes must be two different digits"),
+        ("lazy", ["--n-train", "1"], "--n-train must lie in [2, "),
+        ("balance", ["--n-train", "5000"], "--n-train (5000, >= 2) plus --n-test (0)"),
+    ],
+)
+def test_list_options_parse_alike_and_errors_name_the_flag(name, argv, says, tmp_path, capsys):
+    assert cli("run", name, *argv, "--out", tmp_path / "x") == 2
+    assert says in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "x").exists()
+
+
+def test_list_options_accept_commas_and_spaces_alike(tmp_path):
+    from experiments import portraits
+
+    def parsed(*argv):
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        portraits.add_arguments(parser)
+        from experiments._options import protect_negative_values
+
+        return portraits._cli.settings(parser.parse_args(protect_negative_values(list(argv))))
+
+    assert (
+        parsed("--alphas", "0.1,1,10")["alphas"] == parsed("--alphas", "0.1", "1", "10")["alphas"]
+    )
+    assert parsed("--w0", "-0.5,1")["w0"] == parsed("--w0", "-0.5", "1")["w0"] == [-0.5, 1.0]

@@ -1,0 +1,99 @@
+"""Ctrl-C on a real `gradflows run` subprocess: exit 130, one honest line, a resumable folder.
+
+SIGINT used to raise KeyboardInterrupt inside JAX/XLA work (exit 139, or an interrupt
+swallowed by a garbage-collection callback). Each experiment is interrupted at several points:
+before its folder exists, after its first finished unit, and twice in a row (stop at once).
+"""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from tests.helpers import gradflows
+
+pytestmark = pytest.mark.slow
+
+RUNS = {  # small, but several units of work each, so that an interrupt lands mid-run
+    "lazy": (["--width", "8", "--n-train", "12", "--n-test", "0", "--t1", "0.5", "--n-times",
+              "10", "--alphas", "1,3,10,30,100,300", "--no-progress"], "alpha-00.json"),
+    "balance": (["--parts", "gd,squared", "--n-train", "40", "--hidden", "4,3", "--etas",
+                 "0.2,0.1", "--gd-t1", "4", "--squared-t1", "10", "--n-save", "10"],
+                "results.json"),
+    "portrait": (["--grid", "9", "--field-grid", "7", "--alphas", "1,10", "--gd-steps", "4"],
+                 "seed.npz"),
+}  # fmt: skip
+
+
+def _wait_for(path, proc, timeout=240):
+    start = time.monotonic()
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - start < timeout, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _interrupt(proc, times=1):
+    for _ in range(times):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=240)
+    return proc.returncode, err
+
+
+def _no_temporaries(folder):
+    names = os.listdir(folder)
+    assert not [n for n in names if n.startswith((".tmp-", "tmp"))], names
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_interrupt_before_the_folder_exists_keeps_nothing_and_says_so(name, tmp_path):
+    argv, _ = RUNS[name]
+    proc = gradflows("run", name, *argv, "--out", tmp_path / "run")
+    time.sleep(1.5)  # the handler is installed, the run is still importing JAX: no folder yet
+    code, err = _interrupt(proc)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1] == (
+        "interrupted before the run folder was made: nothing to keep"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_interrupt_after_finished_work_keeps_it_and_resume_completes(name, tmp_path):
+    argv, first = RUNS[name]
+    folder = tmp_path / "run"
+    proc = gradflows("run", name, *argv, "--out", folder)
+    _wait_for(folder / first, proc)
+    time.sleep(0.5)  # the run notes what it keeps just after writing the file
+    code, err = _interrupt(proc)
+    last = err.strip().splitlines()[-1]
+    assert code == 130, err
+    assert last.startswith(f"interrupted: {folder} keeps ") and "finished" in last
+    assert last.endswith(f"resume with: gradflows run {name} --resume {folder}")
+    _no_temporaries(folder)
+    assert os.path.exists(folder / first)
+    resumed = gradflows("run", name, "--resume", folder)
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    if name != "lazy":
+        assert json.load(open(folder / "results.json"))["complete"] is True
+    else:
+        assert len(json.load(open(folder / "results.json"))["runs"]) == 6
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_second_interrupt_stops_at_once_without_half_written_files(name, tmp_path):
+    argv, first = RUNS[name]
+    folder = tmp_path / "run"
+    proc = gradflows("run", name, *argv, "--out", folder)
+    _wait_for(folder / "config.json", proc)
+    start = time.monotonic()
+    code, err = _interrupt(proc, times=2)
+    assert code == 130, err
+    assert time.monotonic() - start < 30  # at once, not after the current unit of work
+    assert f"--resume {folder}" in err.strip().splitlines()[-1]
+    _no_temporaries(folder)
+    json.load(open(folder / "config.json"))  # whole

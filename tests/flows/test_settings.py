@@ -1,0 +1,139 @@
+"""SolveSettings: one object, validated once, one set of defaults; the keyword overrides of
+the entry points mean the same as the object; the lazy rules live in flows."""
+
+import dataclasses
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import flows
+import models
+
+
+def quadratic(p):
+    return 0.5 * jnp.sum(jnp.array([1.0, 3.0]) * p**2)
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        (dict(solver="euler"), "solver"),
+        (dict(rtol=float("nan")), "rtol"),
+        (dict(rtol=0.0), "rtol"),
+        (dict(rtol=1e-15), "rtol"),
+        (dict(rtol=1.0), "rtol"),
+        (dict(rtol="small"), "rtol"),
+        (dict(atol=-1.0), "atol"),
+        (dict(atol=float("inf")), "atol"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(max_steps=2.5), "max_steps"),
+        (dict(max_steps=True), "max_steps"),
+        (dict(chunks=0), "chunks"),
+        (dict(stiff_steps=0), "stiff_steps"),
+        (dict(stiff_horizon=0.0), "stiff_horizon"),
+    ],
+)
+def test_constructor_and_replace_refuse_a_bad_field_by_name(changes, field):
+    with pytest.raises(ValueError, match=field):
+        flows.SolveSettings(**changes)
+    with pytest.raises(ValueError, match=field):
+        flows.SolveSettings().replace(**changes)
+
+
+def test_replace_refuses_an_unknown_name_and_the_object_is_frozen():
+    with pytest.raises(TypeError, match="rtl"):
+        flows.SolveSettings().replace(rtl=1e-9)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        flows.SolveSettings().rtol = 1e-3
+
+
+def test_to_dict_is_plain_json_with_normalised_types():
+    s = flows.SolveSettings(rtol=np.float32(1e-6), max_steps=np.int64(10), chunks=3.0)
+    d = s.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert type(d["rtol"]) is float and type(d["max_steps"]) is int and type(d["chunks"]) is int
+
+
+def test_every_entry_point_uses_the_one_set_of_defaults():
+    defaults = flows.SolveSettings().to_dict()
+    flow = flows.gradient_flow(quadratic, jnp.ones(2), 1.0)
+    assert {k: flow.config[k] for k in defaults} == defaults
+    net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
+    X = jax.random.normal(jax.random.PRNGKey(1), (4, 2))
+    lazy = flows.lazy_comparison(net, (X, jnp.zeros(4)), 1.0, 0.1)
+    assert {k: lazy.config[k] for k in defaults} == defaults
+    gd = flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1)
+    assert gd.config["max_steps"] == defaults["max_steps"]
+
+
+def test_keyword_overrides_equal_the_settings_object():
+    settings = flows.SolveSettings(solver="dopri5", rtol=1e-9, atol=1e-11, chunks=3)
+    a = flows.gradient_flow(quadratic, jnp.ones(2), 2.0, settings=settings)
+    b = flows.gradient_flow(
+        quadratic, jnp.ones(2), 2.0, solver="dopri5", rtol=1e-9, atol=1e-11, chunks=3
+    )
+    # Overrides apply on top of a given object.
+    c = flows.gradient_flow(
+        quadratic, jnp.ones(2), 2.0, settings=settings.replace(rtol=1e-3), rtol=1e-9
+    )
+    for other in (b, c):
+        assert other.config == a.config and other.stats == a.stats
+        np.testing.assert_array_equal(other.params, a.params)
+    with pytest.raises(TypeError, match="rtl"):
+        flows.gradient_flow(quadratic, jnp.ones(2), 1.0, rtl=1e-9)
+    with pytest.raises(ValueError, match="settings"):
+        flows.gradient_flow(quadratic, jnp.ones(2), 1.0, settings={"rtol": 1e-9})
+
+
+def test_flow_and_gradient_descent_report_the_same_stats_keys():
+    flow = flows.gradient_flow(quadratic, jnp.ones(2), 1.0)
+    gd = flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1)
+    keys = set(dataclasses.asdict(flows.SolveStats()))
+    assert set(flow.stats) == set(gd.stats) == keys
+    assert gd.stats["num_steps"] == gd.stats["num_accepted_steps"] == gd.stats["grad_evals"] == 10
+
+
+def test_gradient_descent_budget_is_max_steps():
+    with pytest.raises(flows.MaxStepsReached, match="max_steps=5"):
+        flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1, max_steps=5)
+
+
+def test_lazy_remainder_rule_switches_at_thirty():
+    assert flows.LAZY_REMAINDER_ALPHA == 30.0
+    assert not flows.lazy_remainder_rule(29.999)
+    assert flows.lazy_remainder_rule(30.0) and flows.lazy_remainder_rule(1e6)
+    with pytest.raises(ValueError, match="alpha"):
+        flows.lazy_remainder_rule(0.0)
+
+
+@pytest.mark.parametrize("alpha", [10.0, 30.0])
+def test_lazy_comparison_auto_follows_the_rule(alpha):
+    net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
+    X = jax.random.normal(jax.random.PRNGKey(1), (4, 2))
+    res = flows.lazy_comparison(net, (X, jnp.zeros(4)), alpha, 0.1, ts=[0.0, 0.1])
+    assert res.config["remainder"] is flows.lazy_remainder_rule(alpha)
+    assert res.config["nodes"] == flows.LAZY_NODES
+
+
+def test_lazy_horizon_makes_the_slowest_mode_fall_by_d_decades():
+    lam, decades = 0.37, 6.0
+    t1 = flows.lazy_horizon(lam, decades)
+    # The loss of the slowest mode, e^{-2λt}, falls by exactly 10^D (identity; float64 round-off).
+    assert math.isclose(math.exp(-2 * lam * t1), 10**-decades, rel_tol=1e-12)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="lambda_min"):
+            flows.lazy_horizon(bad, decades)
+    with pytest.raises(ValueError, match="decades"):
+        flows.lazy_horizon(lam, 0.0)
+
+
+def test_lazy_save_times_resolve_the_fastest_mode_and_end_at_t1():
+    ts = flows.lazy_save_times(100.0, 50.0, 30)
+    assert ts[0] == 0.0 and ts[-1] == 100.0 and np.all(np.diff(ts) > 0)
+    assert ts[1] == pytest.approx(1e-2 / 50.0, rel=1e-12)  # min(1e-3·t1, 1e-2/λ_max)
+    assert np.all(np.isin(np.linspace(0, 100.0, 21)[1:], ts))
+    assert flows.lazy_save_times(100.0, 0.0, 30)[1] == pytest.approx(0.1, rel=1e-12)
