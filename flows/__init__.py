@@ -16,6 +16,7 @@ jax.config.update("jax_enable_x64", True)
 from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
 from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402
 from ._failures import MaxStepsReached as MaxStepsReached  # noqa: E402
+from ._filippov import filippov_flow as filippov_flow  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402

@@ -27,17 +27,14 @@ def _gelu(s: ArrayLike) -> Array:
     return jax.nn.gelu(s, approximate=False)
 
 
-def _leaky_relu(s: ArrayLike) -> Array:
-    return jax.nn.leaky_relu(s, negative_slope=0.01)
-
-
 _NAMED: dict[str, Callable[[ArrayLike], Array]] = {
     "tanh": jnp.tanh,
     "gelu": _gelu,
     "softplus": jax.nn.softplus,
-    "relu": jax.nn.relu,
-    "abs": jnp.abs,
-    "leaky_relu": _leaky_relu,
+    # The kinked ones are members of the family, so that their kink slopes are known.
+    "relu": AbsFamily(0.5, 0.5),
+    "abs": AbsFamily(0.0, 1.0),
+    "leaky_relu": AbsFamily(1.01 / 2, 0.99 / 2),
 }
 
 
@@ -74,7 +71,9 @@ def activation(name_or_callable: str | Callable[[ArrayLike], Array]) -> Callable
 
     - `name_or_callable`: one of "tanh", "gelu" (exact, erf form), "softplus", "relu", "abs",
       "leaky_relu" (slope 0.01), or any elementwise callable (it must be hashable, as plain
-      functions and `abs_family` results are).
+      functions and `abs_family` results are). "relu", "abs" and "leaky_relu" resolve to
+      `abs_family(½, ½)`, `abs_family(0, 1)` and `abs_family(1.01/2, 0.99/2)`, so that their
+      kink slopes are known (`flows.filippov_flow` needs them).
 
     **Returns:**
 

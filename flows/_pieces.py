@@ -1,0 +1,167 @@
+"""The host side of the Filippov flow: the current piece (sides, sliding slots) and the
+decisions taken at an event (Filippov 1988, §2.4: cross, start sliding, or leave a surface)."""
+
+import collections
+import dataclasses
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from ._failures import MaxStepsReached
+from ._sliding import Mode, PieceField
+
+_AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
+_SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
+_ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
+
+
+@eqx.filter_jit
+def _values(field, y, mode):
+    return field.values(y, mode)
+
+
+@eqx.filter_jit
+def _zdot(field, y, mode):
+    return field.zdot(y, mode)
+
+
+@eqx.filter_jit
+def _slopes(field, y, mode):
+    return field.solve(y, mode)[2]
+
+
+@eqx.filter_jit
+def rhs(field, y, mode):
+    return field(0.0, y, mode)
+
+
+@dataclasses.dataclass
+class Counts:
+    num_steps: int = 0
+    num_accepted_steps: int = 0
+    num_rejected_steps: int = 0
+    events: int = 0
+    crossings: int = 0
+    sliding_entries: int = 0
+    sliding_exits: int = 0
+    pieces: int = 0
+
+
+class Pieces:
+    """The host side of the loop: the current piece and the decisions taken at events."""
+
+    def __init__(self, field: PieceField, n: int, m: int, slopes):
+        self.field, self.n, self.m = field, n, m
+        self.slope_minus, self.slope_plus = slopes
+        self.sign = np.ones((n, m))
+        self.sliding = np.zeros((n, m), bool)
+        self.slack = np.zeros((n, m))
+        self.slots: list[tuple[int, int]] = []
+        self.counts = Counts()
+        self.recent = collections.deque(maxlen=_ZENO_EVENTS)  # surfaces (i, j)
+        self.event_times = collections.deque(maxlen=_ZENO_EVENTS)
+
+    def mode(self, sign=None, sliding=None, slack=None, slots=None) -> Mode:
+        slots = self.slots if slots is None else slots
+        cap = max(4, 1 << (len(slots) - 1).bit_length()) if slots else 4
+        idx = np.zeros((cap, 2), np.int32)
+        idx[: len(slots)] = np.asarray(slots, np.int32).reshape(-1, 2)
+        on = np.arange(cap) < len(slots)
+        return Mode(
+            jnp.asarray(self.sign if sign is None else sign),
+            jnp.asarray(self.sliding if sliding is None else sliding),
+            jnp.asarray(np.zeros((self.n, self.m)) if slack is None else slack),
+            jnp.asarray(idx[:, 0]),
+            jnp.asarray(idx[:, 1]),
+            jnp.asarray(on),
+        )
+
+    def _snap(self, y, j):
+        """Put neuron j exactly on its sliding surfaces: b_j −= X̃_Sᵀ G_SS⁺ z_S. This moves b_j
+        by the root finder's error and ‖b_j‖² by its square."""
+        rows = [i for i, jj in self.slots if jj == j]
+        f = self.field
+        m, dt = self.m, f.Xt.shape[1]
+        y = np.array(y)
+        b = y[m + j * dt : m + (j + 1) * dt]
+        Xs = np.asarray(f.Xt)[rows]
+        b -= Xs.T @ np.linalg.pinv(Xs @ Xs.T) @ (Xs @ b)
+        y[m + j * dt : m + (j + 1) * dt] = b
+        return jnp.asarray(y)
+
+    def _decide(self, y, i, j):
+        """Side or sliding for entry (i, j), which sits on its kink."""
+        old = self.sign[i, j]
+        trial = self.sign.copy()
+        trial[i, j] = 1.0
+        z_plus = float(_zdot(self.field, y, self.mode(sign=trial))[i, j])
+        trial[i, j] = -1.0
+        z_minus = float(_zdot(self.field, y, self.mode(sign=trial))[i, j])
+        if z_plus < 0 < z_minus:  # both one-sided fields push into the surface
+            self.sliding[i, j] = True
+            self.slots.append((i, j))
+            self.counts.sliding_entries += 1
+            self.recent.append((i, j))
+            return self._snap(y, j)
+        if z_plus > 0 and z_minus >= 0 or z_plus >= 0 and z_minus > 0:
+            side = 1.0
+        elif z_plus < 0 and z_minus <= 0 or z_plus <= 0 and z_minus < 0:
+            side = -1.0
+        else:  # both push away (only at a tangency): carry on across
+            side = -old
+        if side != old:
+            self.counts.crossings += 1
+            self.recent.append((i, j))
+        self.sign[i, j] = side
+        return y
+
+    def settle(self, y):
+        """Take every decision due at this state: slopes at an end of their interval leave
+        their surface, then pre-activations on a kink cross or start sliding. Each entry is
+        decided once per event. Returns the (possibly snapped) state."""
+        handled = set()
+        for _ in range(4 * self.n * self.m + 8):
+            dist, margin = _values(self.field, y, self.mode())
+            dist, margin = np.array(dist), np.array(margin)
+            exits = [k for k in range(len(self.slots)) if margin[k] <= _AT_KINK]
+            if exits:
+                theta = np.asarray(_slopes(self.field, y, self.mode()))
+                for k in sorted(exits, reverse=True):
+                    i, j = self.slots.pop(k)
+                    up = abs(theta[k] - self.slope_plus) < abs(theta[k] - self.slope_minus)
+                    self.sign[i, j] = 1.0 if up else -1.0
+                    self.sliding[i, j] = False
+                    self.counts.sliding_exits += 1
+                    self.recent.append((i, j))
+                    handled.add((i, j))
+                continue
+            dist[self.sliding] = np.inf
+            for i, j in handled:
+                dist[i, j] = np.inf
+            i, j = np.unravel_index(np.argmin(dist), dist.shape)
+            if dist[i, j] > _AT_KINK:
+                break
+            handled.add((int(i), int(j)))
+            y = self._decide(y, int(i), int(j))
+        dist, _ = _values(self.field, y, self.mode())
+        self.slack = np.where(self.sliding, 0.0, np.maximum(0.0, _SLACK - np.asarray(dist)))
+        return y
+
+    def surfaces(self, limit=8) -> str:
+        common = collections.Counter(self.recent).most_common(limit)
+        busy = ", ".join(f"(i={i}, j={j}) ×{c}" for (i, j), c in common) or "none"
+        now = ", ".join(f"(i={i}, j={j})" for i, j in self.slots[:limit]) or "none"
+        return (
+            f"surfaces z_ij = b_j·x_i = 0 with the most recent events: {busy}; sliding now: {now}"
+        )
+
+
+def check_chatter(pieces: Pieces, t: float, max_steps: int) -> None:
+    times = pieces.event_times
+    if len(times) == _ZENO_EVENTS and times[-1] - times[0] < 1e-9 * max(1.0, t):
+        raise MaxStepsReached(
+            f"events accumulate at t={t:.12g}: {len(times)} events within "
+            f"{times[-1] - times[0]:.3g} of flow time, chatter that the sliding rule does not "
+            f"resolve; {pieces.surfaces()}"
+        )

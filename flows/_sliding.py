@@ -1,0 +1,125 @@
+"""The vector field of one piece of a two-layer Filippov flow, sliding slopes included.
+
+On a piece every pre-activation z_ij = b_j·x̃_i has a fixed side: off the kink (sign s_ij,
+slope σ'(z_ij) = σ'_± fixed) or sliding on it (z_ij = 0, slope θ_ij solved for). With slopes
+Θ fixed, the network is linear in each z, and with r = ∇R(prediction) the flow reads
+  ȧ_j = −c_j Σ_i r_i Θ_ij z_ij,   ḃ_j = −c_j a_j Σ_i r_i Θ_ij x̃_i,   β̇_k = −e_k Σ_i r_i.
+Both use the same Θ, so a_j ȧ_j = b_j·ḃ_j exactly and ‖b_j‖² − a_j² is conserved by the
+field itself (Du, Hu & Lee 2018, Thm 2.1), sliding or not.
+
+Sliding slopes (Filippov 1988, §2.4; neurons decouple given r): for neuron j with sliding set
+S_j, ż_kj = x̃_k·ḃ_j = 0 for k ∈ S_j reads Σ_{l∈S_j} (x̃_k·x̃_l) φ_l = −x̃_k·Σ_{i∉S_j} r_i Θ_ij x̃_i
+with φ_l = r_l θ_lj: a linear system on the Gram matrix of the sliding inputs. All neurons'
+systems are solved at once as one block-diagonal system over "slots" (i, j); padding slots
+are identity rows. Where the sliding inputs are linearly dependent the slopes are not unique
+but ḃ_j is (it is −c_j a_j times the one-sided field projected orthogonally to the sliding
+inputs): the pseudo-inverse picks the minimum-norm φ, and the field is the unique element of
+the Filippov set tangent to all the surfaces, hence its minimum-norm element.
+"""
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+
+class Mode(eqx.Module):
+    """The current piece: sides, sliding entries, and their slots. All arrays, so that every
+    piece with the same number of slots reuses one compilation."""
+
+    sign: Float[Array, "n m"]  # ±1 off the kink (ignored where sliding)
+    sliding: Bool[Array, "n m"]
+    slack: Float[Array, "n m"]  # keeps the event function > 0 right after an event
+    slot_i: Int[Array, " K"]
+    slot_j: Int[Array, " K"]
+    slot_on: Bool[Array, " K"]
+
+
+class PieceField(eqx.Module):
+    """The flow of R(α·f(w))/α² on one piece (`Mode`, passed as diffrax `args`), for the flat
+    state y = (a (m,), B (m·d̃,), β (k,))."""
+
+    Xt: Float[Array, "n dt"]
+    G: Float[Array, "n n"]
+    xnorm: Float[Array, " n"]
+    coef: Float[Array, " m"]
+    bias_coef: Float[Array, " k"]
+    offset: Float[Array, " n"]
+    Y: Array
+    alpha: Float[Array, ""]
+    slope_minus: Float[Array, ""]
+    slope_plus: Float[Array, ""]
+    loss: Callable = eqx.field(static=True)
+    m: int = eqx.field(static=True)
+
+    def unpack(self, y):
+        m, dt = self.m, self.Xt.shape[1]
+        return y[:m], y[m : m + m * dt].reshape(m, dt), y[m + m * dt :]
+
+    def residual(self, pred):
+        """r = ∂/∂pred of R(α·pred)/α²."""
+        return jax.grad(lambda p: self.loss(self.alpha * p, self.Y) / self.alpha**2)(pred)
+
+    def solve(self, y, mode: Mode):
+        """(z (n, m), Θ (n, m), θ of the slots (K,), r (n,))."""
+        a, B, beta = self.unpack(y)
+        z = self.Xt @ B.T
+        side = jnp.where(mode.sign > 0, self.slope_plus, self.slope_minus)
+        theta0 = jnp.where(mode.sliding, 0.0, side)
+        pred = (theta0 * z) @ (self.coef * a) + beta @ self.bias_coef + self.offset
+        r = self.residual(pred)
+        base = (r[:, None] * theta0).T @ self.Xt  # (m, d̃): Σ_{i∉S_j} r_i Θ_ij x̃_i
+        si, sj, on = mode.slot_i, mode.slot_j, mode.slot_on
+        pair = on[:, None] & on[None, :] & (sj[:, None] == sj[None, :])
+        gram = jnp.where(pair, self.G[si][:, si], 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
+        rhs = jnp.where(on, -jnp.sum(self.Xt[si] * base[sj], axis=1), 0.0)
+        w, V = jnp.linalg.eigh(gram)
+        inv = jnp.where(w > 1e-12 * jnp.max(w), 1.0 / jnp.where(w > 0, w, 1.0), 0.0)
+        phi = V @ (inv * (V.T @ rhs))
+        r_s = r[si]
+        mid = 0.5 * (self.slope_minus + self.slope_plus)
+        theta = jnp.where(r_s == 0, mid, phi / jnp.where(r_s == 0, 1.0, r_s))
+        theta = jnp.where(on, theta, mid)
+        Theta = theta0.at[si, sj].add(jnp.where(on, theta, 0.0))
+        return z, Theta, theta, r
+
+    def __call__(self, t, y, mode: Mode):
+        a, _, _ = self.unpack(y)
+        z, Theta, _, r = self.solve(y, mode)
+        rTheta = r[:, None] * Theta
+        a_dot = -self.coef * jnp.sum(rTheta * z, axis=0)
+        B_dot = -(self.coef * a)[:, None] * (rTheta.T @ self.Xt)
+        beta_dot = -self.bias_coef * jnp.sum(r)
+        return jnp.concatenate([a_dot, B_dot.ravel(), beta_dot])
+
+    def zdot(self, y, mode: Mode):
+        """ż (n, m) on this piece."""
+        _, B_dot, _ = self.unpack(self(0.0, y, mode))
+        return self.Xt @ B_dot.T
+
+    def values(self, y, mode: Mode):
+        """(distances (n, m), margins (K,)): s_ij z_ij/‖x̃_i‖ + slack off the kink (+inf where
+        sliding), and each slot's slope distance to the nearer end of [σ'₋, σ'₊] over its
+        length (+inf on padding slots). An event is one of them reaching 0."""
+        z, _, theta, _ = self.solve(y, mode)
+        dist = jnp.where(mode.sliding, jnp.inf, mode.sign * z / self.xnorm[:, None] + mode.slack)
+        lo = jnp.minimum(self.slope_minus, self.slope_plus)
+        hi = jnp.maximum(self.slope_minus, self.slope_plus)
+        width = jnp.where(hi > lo, hi - lo, 1.0)
+        margin = jnp.minimum(theta - lo, hi - theta) / width
+        margin = jnp.where(mode.slot_on & (hi > lo), margin, jnp.inf)
+        return dist, margin
+
+    def event(self, t, y, args: Mode, **kwargs):
+        dist, margin = self.values(y, args)
+        return jnp.minimum(jnp.min(dist), jnp.min(margin, initial=jnp.inf))
+
+    def loss_value(self, y):
+        """R(α·f)/α² with the true activation (no slopes chosen)."""
+        a, B, beta = self.unpack(y)
+        z = self.Xt @ B.T
+        phi = jnp.where(z > 0, self.slope_plus, self.slope_minus) * z
+        pred = phi @ (self.coef * a) + beta @ self.bias_coef + self.offset
+        return self.loss(self.alpha * pred, self.Y) / self.alpha**2
