@@ -112,18 +112,18 @@ def test_gauss_legendre_keeps_balancedness_at_round_off_and_resume_redoes_only_m
     assert saved["drift_relative"].max() == runs["gauss4"]["drift_relative_max"]
     assert "conservation.png" in os.listdir(out)
     # An interrupted run keeps its finished tasks: remove one part, resume, and only that
-    # task is computed again (with the same numbers).
+    # task is computed again (with the same numbers); the other is read back as it was.
     gauss = task_key({"part": "conservation", "solver": "gauss4", "rtol": 1e-3})
     tsit5 = task_key({"part": "conservation", "solver": "tsit5", "rtol": 1e-3})
-    with open(os.path.join(out, f"part-{tsit5}.json")) as f:
+    with open(os.path.join(out, f"part-{gauss}.json")) as f:
         kept = f.read()
-    os.remove(os.path.join(out, f"part-{gauss}.json"))
+    os.remove(os.path.join(out, f"part-{tsit5}.json"))
     assert _run("--resume", out, "--workers", "0", "--no-progress") == 0
     again = {r["solver"]: r for r in _results(out)["conservation"]["runs"]}
-    assert again["tsit5"]["task"]["resumed"] is True
-    assert again["gauss4"]["task"]["resumed"] is False
-    assert again["gauss4"]["drift_relative_max"] == runs["gauss4"]["drift_relative_max"]
-    with open(os.path.join(out, f"part-{tsit5}.json")) as f:
+    assert again["gauss4"]["task"]["resumed"] is True
+    assert again["tsit5"]["task"]["resumed"] is False
+    assert again["tsit5"]["drift_relative_max"] == runs["tsit5"]["drift_relative_max"]
+    with open(os.path.join(out, f"part-{gauss}.json")) as f:
         assert f.read() == kept
 
 
@@ -136,11 +136,15 @@ def test_exact_relu_flow_conserves_neuron_invariants_where_tsit5_chatters(tmp_pa
     runs = _results(out)["homogeneous"]["runs"]["relu"]
     exact, baseline = runs["filippov"], runs["tsit5"]
     assert exact["status"] == "finished" and exact["t_reached"] == 1000
-    # ‖b_j‖² − a_j² per neuron, relative: measured X·rtol (rtol 1e-8); sliding counted.
+    # ‖b_j‖² − a_j² per neuron, relative to max(1, ‖b_j‖² + a_j²): measured 3.0e-9 = 0.30·rtol
+    # (rtol 1e-8); it is the solver's error on each smooth piece, which does not grow with
+    # the number of pieces (each piece's field conserves it exactly).
     assert exact["neuron_drift_relative_max"] <= 10 * exact["rtol"]
-    assert exact["events"] >= 1 and exact["sliding_entries"] >= 1
-    assert exact["steps_plus_events"] <= 100_000
-    # The same net with Tsit5 alone uses up its budget in the chatter near t ≈ X.
+    # measured 1087 steps + 41 events (19 crossings, 16 sliding entries, 11 exits)
+    assert exact["sliding_entries"] >= 1 and exact["events"] >= exact["sliding_entries"]
+    assert exact["steps_plus_events"] <= 11_280
+    # The same net with Tsit5 alone uses up its budget in the chatter: measured t = 15.09
+    # after 2337 steps (the budget is checked between save times).
     assert baseline["status"] == "max_steps reached"
     assert baseline["num_steps"] >= 2000 and baseline["t_reached"] < 50
     assert "homogeneous.png" in os.listdir(out)
