@@ -79,7 +79,9 @@ def homogeneous_task(problem, s, task, ctx) -> tuple[dict, dict | None]:
     start = time.perf_counter()
     try:
         if filippov:
-            traj = flows.filippov_flow(net0, (X, y), T, loss=squared, **common)
+            traj = flows.filippov_flow(
+                net0, (X, y), T, loss=squared, checkpoint=ctx.checkpoint, **common
+            )
         else:
             loss = lambda net: squared(jax.vmap(net)(X), y)  # noqa: E731
             traj = flows.gradient_flow(loss, net0, T, **common)
