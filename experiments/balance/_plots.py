@@ -108,7 +108,7 @@ def drift_figure(folder: str, results: dict) -> Figure:
         ts = _load(folder, flows[0]["file"])["ts"]
         P.roundoff_floor(ax, ts[ts > 0], 10 * P.EPS, label="round-off floor, 10ε")
     title = "Balancedness drift of the logistic flow (Du, Hu & Lee 2018: C_k is conserved)"
-    if "gd" in results:
+    if "drift_exponent_in_eta" in results.get("gd", {}):  # two or more η finished
         title += (
             f"\ngradient descent breaks it: drift ∝ η^{results['gd']['drift_exponent_in_eta']:.3f}"
             f" at t = {results['gd']['t1']:g}"
