@@ -10,7 +10,7 @@ from .. import _plotting as P
 from ._plots import _subtitle
 
 LAMBDA_MIN = (
-    "λ_min(Σ), Σ = Dh(w0)Dh(w0)ᵀ: μ ≥ λ_min(Σ(w(t))) → λ_min(Σ) as α → ∞ (Liu, Zhu & Belkin 2022)"
+    "λ_min(Σ), Σ = Dh(w0)Dh(w0)ᵀ:\nμ ≥ λ_min(Σ(w(t))) → λ_min(Σ) as α → ∞\n(Liu, Zhu & Belkin 2022)"
 )
 
 
