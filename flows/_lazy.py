@@ -186,7 +186,9 @@ class LazyComparison:
       along w̄_α; `flows.pl_constant(res.pl)` gives μ(t), masked where F_α is 0. For the
       squared loss μ = rᵀΣ(w)r/‖r‖² with r = αh(w) − y*: no power of α is left, so μ is on
       the scale of the eigenvalues of Σ(w0) = JJᵀ (`flows.lazy_constants`), and
-      μ ≥ λ_min(Σ(w(t))).
+      μ ≥ λ_min(Σ(w(t))). For a kinked net Dh(w) is JAX's derivative (φ'(z) one-sided, or
+      a at z = 0 exactly for φ = a·s + b·|s|): at save times where pre-activations slide
+      (`stats["sliding_at_ts"]`), μ is not built from the Filippov velocity.
     - `stats`: the solver's counters (`SolveStats` as a dict). For a kinked net
       (`config["method"] == "filippov"`) those of `filippov_flow` (steps, `events`,
       `crossings`, `sliding_entries`, `sliding_exits`, `sliding_at_ts`), with the linear
