@@ -74,7 +74,8 @@ def test_relu_stats_count_the_kink_events(problem):
     small = runs[1.0].stats
     # measured at α = 1: 7 events = 4 crossings + 2 sliding entries + 1 sliding exit
     assert small["events"] >= 3
-    assert small["events"] == small["crossings"] + small["sliding_entries"] + small["sliding_exits"]
+    # one event may settle several surfaces (a CLI run measured 22 events, 17 + 4 + 3)
+    assert small["events"] <= small["crossings"] + small["sliding_entries"] + small["sliding_exits"]
     assert small["sliding_entries"] >= 1
     assert len(small["sliding_at_ts"]) == len(ts)
     assert small["linearized"]["num_steps"] > 0
