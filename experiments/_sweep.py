@@ -89,6 +89,24 @@ class Sweep:
     def __exit__(self, *exc):
         self.close()
 
+    def summary(self, results, parts: str) -> dict:
+        """Where the tasks of `results` (`TaskResult`s of `run`) ran and what they cost, for a
+        results.json's `"sweep"`: backend, counts, the sum of the tasks' wall times, the
+        critical path (the longest task: a lower bound of the wall time on any cluster), the
+        largest peak memory of a task; `parts` says how the part files are named."""
+        walls = [r.stats["wall_s"] for r in results if "wall_s" in r.stats]
+        peaks = [r.stats["peak_rss_bytes"] for r in results if "peak_rss_bytes" in r.stats]
+        return {
+            "backend": self.describe(),
+            "tasks": len(results),
+            "resumed": sum(r.resumed for r in results),
+            "failed": sum(r.failed for r in results),
+            "task_wall_s_total": sum(walls),
+            "critical_path_s": max(walls, default=0.0),
+            "task_peak_rss_bytes_max": max(peaks, default=None),
+            "parts": parts,
+        }
+
     @staticmethod
     def _connect(address: str):
         from distributed import Client
