@@ -19,7 +19,6 @@ another worker; a second death reports it as failed with the reason, and the swe
 The workers' logs and each task's own output (its solver progress) go to `folder/logs/`.
 """
 
-import argparse
 import collections
 import contextlib
 import logging
@@ -31,17 +30,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._options import UsageError
+from ._sweep_options import add_sweep_options as add_sweep_options
+from ._sweep_options import default_workers as default_workers
+from ._sweep_options import from_args as from_args
 from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
 
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
-
-
-def default_workers() -> int:
-    """The number of cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class Sweep:
@@ -315,37 +309,3 @@ class Sweep:
         except BaseException:
             client.cancel(list(running), force=True)
             raise
-
-
-def add_sweep_options(parser: argparse.ArgumentParser) -> None:
-    """The `--workers` and `--scheduler` options of every sweeping experiment."""
-    g = parser.add_argument_group("parallel (Dask)")
-    g.add_argument(
-        "--workers",
-        type=_workers_option,
-        default=None,
-        metavar="N",
-        help="local worker processes, one thread each (default: the number of cores, "
-        f"{default_workers()} here); 0 runs every task in this process, without Dask",
-    )
-    g.add_argument(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="run the tasks on a running Dask cluster, e.g. tcp://host:8786 (see README)",
-    )
-
-
-def _workers_option(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {n}")
-    return n
-
-
-def from_args(args) -> Sweep:
-    """The `Sweep` of the parsed `--workers`/`--scheduler` options (connects to a scheduler)."""
-    return Sweep(args.workers, args.scheduler, progress=not args.no_progress)

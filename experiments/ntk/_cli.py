@@ -4,7 +4,7 @@ import argparse
 
 from .._options import UsageError, add_list, bounded, flag, parse_list
 from .._run_folder import add_run_folder_options
-from .._sweep import add_sweep_options
+from .._sweep_options import add_sweep_options
 from ._design import hidden_widths, parameters
 
 MAX_PARAMETERS = 250_000_000  # 2 GB of float64 weights: peak memory stays under 4 GB

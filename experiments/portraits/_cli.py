@@ -14,7 +14,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
-from .._sweep import add_sweep_options
+from .._sweep_options import add_sweep_options
 
 FIGURES = ("seed", "flows", "conservation")
 FORMATS = ("png", "svg", "pdf")
