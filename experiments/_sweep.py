@@ -141,6 +141,9 @@ class Sweep:
                 processes=True,
                 host="127.0.0.1",
                 dashboard_address=None,
+                # the scheduler's HTTP routes on a free port: a second run (or another
+                # user's cluster) on this machine holds the default 8787
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.CRITICAL,  # their log goes to logs/, not the terminal
             )
             self._client = Client(self._cluster, set_as_default=False)
