@@ -19,7 +19,6 @@ another worker; a second death reports it as failed with the reason, and the swe
 The workers' logs and each task's own output (its solver progress) go to `folder/logs/`.
 """
 
-import argparse
 import collections
 import contextlib
 import logging
@@ -31,17 +30,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._options import UsageError
+from ._sweep_options import add_sweep_options as add_sweep_options
+from ._sweep_options import default_workers as default_workers
+from ._sweep_options import from_args as from_args
 from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
 
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
-
-
-def default_workers() -> int:
-    """The number of cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class Sweep:
@@ -89,6 +83,24 @@ class Sweep:
     def __exit__(self, *exc):
         self.close()
 
+    def summary(self, results, parts: str) -> dict:
+        """Where the tasks of `results` (`TaskResult`s of `run`) ran and what they cost, for a
+        results.json's `"sweep"`: backend, counts, the sum of the tasks' wall times, the
+        critical path (the longest task: a lower bound of the wall time on any cluster), the
+        largest peak memory of a task; `parts` says how the part files are named."""
+        walls = [r.stats["wall_s"] for r in results if "wall_s" in r.stats]
+        peaks = [r.stats["peak_rss_bytes"] for r in results if "peak_rss_bytes" in r.stats]
+        return {
+            "backend": self.describe(),
+            "tasks": len(results),
+            "resumed": sum(r.resumed for r in results),
+            "failed": sum(r.failed for r in results),
+            "task_wall_s_total": sum(walls),
+            "critical_path_s": max(walls, default=0.0),
+            "task_peak_rss_bytes_max": max(peaks, default=None),
+            "parts": parts,
+        }
+
     @staticmethod
     def _connect(address: str):
         from distributed import Client
@@ -129,6 +141,9 @@ class Sweep:
                 processes=True,
                 host="127.0.0.1",
                 dashboard_address=None,
+                # the scheduler's HTTP routes on a free port: a second run (or another
+                # user's cluster) on this machine holds the default 8787
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.CRITICAL,  # their log goes to logs/, not the terminal
             )
             self._client = Client(self._cluster, set_as_default=False)
@@ -297,37 +312,3 @@ class Sweep:
         except BaseException:
             client.cancel(list(running), force=True)
             raise
-
-
-def add_sweep_options(parser: argparse.ArgumentParser) -> None:
-    """The `--workers` and `--scheduler` options of every sweeping experiment."""
-    g = parser.add_argument_group("parallel (Dask)")
-    g.add_argument(
-        "--workers",
-        type=_workers_option,
-        default=None,
-        metavar="N",
-        help="local worker processes, one thread each (default: the number of cores, "
-        f"{default_workers()} here); 0 runs every task in this process, without Dask",
-    )
-    g.add_argument(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="run the tasks on a running Dask cluster, e.g. tcp://host:8786 (see README)",
-    )
-
-
-def _workers_option(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {n}")
-    return n
-
-
-def from_args(args) -> Sweep:
-    """The `Sweep` of the parsed `--workers`/`--scheduler` options (connects to a scheduler)."""
-    return Sweep(args.workers, args.scheduler, progress=not args.no_progress)

@@ -15,7 +15,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
-from .._sweep import add_sweep_options
+from .._sweep_options import add_sweep_options
 
 DEFAULT_ALPHAS = [float(10 ** (k / 2)) for k in range(13)]  # 10^0 ... 10^6, half-decades
 

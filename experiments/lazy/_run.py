@@ -14,6 +14,8 @@ from ._inputs import build_model, describe, load_data
 from ._report import print_summary
 from ._results import write_results
 
+PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})"
+
 
 def _horizon(s, constants) -> float:
     if s["t1"] is not None:
@@ -89,7 +91,8 @@ def _run(args, s, sweep) -> int:
     _interrupt.check()
     try:
         arrays = [r.arrays for r in results]
-        write_results(folder.path, config, records, arrays, constants, s, t1, _info(sweep, results))
+        info = sweep.summary(results, parts=PARTS)
+        write_results(folder.path, config, records, arrays, constants, s, t1, info)
         from ._plots import plot  # matplotlib only when drawing: `gradflows list` stays fast
 
         figures = plot(folder.path)
@@ -137,15 +140,3 @@ def _interleaved(alphas) -> list[int]:
     order = [i for pair in zip(direct, remainder) for i in pair]
     n = min(len(direct), len(remainder))
     return order + direct[n:] + remainder[n:]
-
-
-def _info(sweep, results) -> dict:
-    """Where the tasks ran and how long they took (results.json's "sweep")."""
-    walls = [r.stats["wall_s"] for r in results if "wall_s" in r.stats]
-    return {
-        "backend": sweep.describe(),
-        "tasks": len(results),
-        "task_wall_s_total": sum(walls),
-        "critical_path_s": max(walls, default=0.0),
-        "parts": "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})",
-    }

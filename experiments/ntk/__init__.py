@@ -6,10 +6,14 @@ and quadratic widths (m_k = m or k²·m): the relative operator-norm error ‖K_
 empirical NTK (`flows.ntk_gram`) against `flows.ntk_infinite`, over widths and seeds, its fitted
 log-log slope, and cond(K∞) against depth.
 
-The run folder holds `config.json`, then `arrays.npz`, rewritten atomically after every
-finished unit (one error array per data set, activation and width scheme; one cond(K∞) curve
-per data set and activation), so an interrupted run keeps them and `--resume DIR` computes only
-the missing ones; then `results.json` and two figures (`experiments.ntk.plot`).
+The measurements are tasks of the sweep layer (`experiments._sweep`): one per data set,
+activation, width scheme and base width (every seed's error at that width), and one per data
+set and activation (cond(K∞) over depth). They run on a local Dask cluster (`--workers N`), on
+a running one (`--scheduler ADDRESS`) or in-process (`--workers 0`), with the same bits. The
+run folder holds `config.json`, then one part per finished task (`part-<key>.json`/`.npz`,
+written atomically), so an interrupted run keeps them and `--resume DIR` computes only the
+missing ones; then `arrays.npz` (assembled from the parts), `results.json` and two figures
+(`experiments.ntk.plot`).
 """
 
 from ._cli import add_arguments as add_arguments

@@ -4,6 +4,7 @@ import argparse
 
 from .._options import UsageError, add_list, bounded, flag, parse_list
 from .._run_folder import add_run_folder_options
+from .._sweep_options import add_sweep_options
 from ._design import hidden_widths, parameters
 
 MAX_PARAMETERS = 250_000_000  # 2 GB of float64 weights: peak memory stays under 4 GB
@@ -42,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--format", choices=("png", "svg", "pdf"), default=d["format"], help="figures (png)"
     )
     add_run_folder_options(p, "ntk", progress=True)
+    add_sweep_options(p)
 
 
 def settings(args) -> dict:

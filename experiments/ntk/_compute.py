@@ -1,7 +1,8 @@
-"""The measurements: ‖K_m − K∞‖/‖K∞‖ over widths and seeds, and cond(K∞) over depth."""
+"""The measurements: ‖K_m − K∞‖/‖K∞‖ over seeds at one width, and cond(K∞) over depth."""
 
 import jax
 import numpy as np
+from tqdm.auto import tqdm
 
 import flows
 import models
@@ -20,23 +21,21 @@ def inputs(name: str, n: int, seed: int) -> np.ndarray:
     return X * np.sqrt(X.shape[1]) / np.linalg.norm(X, axis=1, keepdims=True)
 
 
-def relative_errors(X, a, b, depth, scheme, widths, seeds, key, step=None) -> np.ndarray:
-    """‖K_m − K∞‖₂/‖K∞‖₂ for each width m (rows) and seed (columns), (W, S): NTK
-    parameterisation at the edge of chaos, no bias; every network has its own key. `step()` is
-    called after each network (progress, and the interrupt's safe point)."""
+def relative_errors(X, a, b, depth, scheme, m, index, seeds, key, progress=False) -> np.ndarray:
+    """‖K_m − K∞‖₂/‖K∞‖₂ of `seeds` networks of base width m, shape (S,): NTK
+    parameterisation at the edge of chaos, no bias. Network s has the key
+    `fold_in(key, index·100003 + s)`, with `index` the place of m in the run's width grid,
+    so every network of a run has its own key."""
     _, K_inf = flows.ntk_infinite(X, depth=depth, a=a, b=b)
     norm = np.linalg.norm(K_inf, 2)
     phi = models.abs_family(a, b)
-    out = np.empty((len(widths), seeds))
-    for i, m in enumerate(widths):
-        for s in range(seeds):
-            net = models.MLP(X.shape[1], hidden_widths(scheme, m, depth), activation=phi,
-                             bias=False, parameterization="ntk", weight_std=1 / np.hypot(a, b),
-                             key=jax.random.fold_in(key, i * 100_003 + s))  # fmt: skip
-            K = flows.ntk_gram(net, X, method="layers")
-            out[i, s] = np.linalg.norm(K - K_inf, 2) / norm
-            if step is not None:
-                step()
+    out = np.empty(seeds)
+    for s in tqdm(range(seeds), desc=f"m = {m}", unit="net", disable=not progress):
+        net = models.MLP(X.shape[1], hidden_widths(scheme, m, depth), activation=phi,
+                         bias=False, parameterization="ntk", weight_std=1 / np.hypot(a, b),
+                         key=jax.random.fold_in(key, index * 100_003 + s))  # fmt: skip
+        K = flows.ntk_gram(net, X, method="layers")
+        out[s] = np.linalg.norm(K - K_inf, 2) / norm
     return out
 
 

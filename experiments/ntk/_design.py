@@ -39,12 +39,18 @@ def key(*parts: str) -> str:
     return "__".join(parts)
 
 
-def units(activations) -> list[tuple[str, ...]]:
-    """Every unit of work, in run order: ("errors", data, act, scheme) for each scheme, then
-    ("lambda", data, act), for each data set and activation."""
-    out = []
-    for data in DATASETS:
-        for act in activations:
-            out += [("errors", data, act, scheme) for scheme in SCHEMES]
-            out.append(("lambda", data, act))
-    return out
+def tasks(activations, widths, depth: int) -> list[dict]:
+    """The tasks of a run (`experiments._sweep`), the largest networks first (so that no big
+    task starts last): one per data set, activation, width scheme and base width m (the
+    errors of every seed at m), then one per data set and activation (cond(K∞) over depth)."""
+    errors = [
+        {"measure": "errors", "data": data, "activation": act, "scheme": scheme, "width": m}
+        for data in DATASETS
+        for act in activations
+        for scheme in SCHEMES
+        for m in widths
+    ]
+    errors.sort(key=lambda t: -parameters(hidden_widths(t["scheme"], t["width"], depth)))
+    cond = [{"measure": "lambda", "data": data, "activation": act} for data in DATASETS
+            for act in activations]  # fmt: skip
+    return errors + cond

@@ -1,29 +1,38 @@
-"""The ntk run: settings, inputs, every unit of work (kept as it finishes), results, figures."""
+"""The ntk run: settings, inputs, the sweep of tasks (each kept as its part), results, figures."""
 
-import os
 import resource
 import sys
 import time
 
-import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from .. import _interrupt
+from .. import _interrupt, _sweep
 from .._files import sha256, versions, write_json, write_npz
 from .._options import UsageError
 from .._run_folder import RunFolder, resumed_settings
 from . import _compute as compute
 from . import _report as report
 from ._cli import DEFAULTS, settings
-from ._design import ACTIVATIONS, DATASETS, SCHEMES, depth_grid, key, units
+from ._design import ACTIVATIONS, DATASETS, SCHEMES, depth_grid, key, tasks
+from ._tasks import measure
 
 ARRAYS = "arrays.npz"
+PARTS = (
+    "part-<key>.json/.npz, key = experiments._sweep.task_key(task), task = {'measure': "
+    "'errors', 'data', 'activation', 'scheme', 'width'} or {'measure': 'lambda', 'data', "
+    "'activation'}"
+)
 
 
 def run(args) -> int:
     start = time.perf_counter()
     s = settings(args)
+    with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
+        return _run(args, s, sweep, start)
+
+
+def _run(args, s, sweep, start) -> int:
     folder = RunFolder.choose("ntk", args.out, args.resume)
     stored = folder.stored_config() if folder.resumed else None
     if stored is not None:
@@ -51,8 +60,17 @@ def run(args) -> int:
     }
     folder.start(config)
     config = folder.stored_config()  # as written: with its "experiment"
-    arrays = _measure(folder, s, X, activations, progress=not args.no_progress)
+    results = _measure(sweep, folder, s, X, activations)
     _interrupt.check()
+    failed = [r for r in results if r.failed]
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} of {len(results)} tasks could not be finished (first: "
+            f"{failed[0].task}: {failed[0].error}; see {folder.path}/logs/); the other parts "
+            f"are kept: {folder.resume_command()}"
+        )
+    arrays = _assemble(results, s, activations)
+    write_npz(folder.file(ARRAYS), **arrays)
     res = {
         "experiment": "ntk",
         "config": config,
@@ -60,7 +78,9 @@ def run(args) -> int:
         **report.results(arrays, DATASETS, activations, SCHEMES),
         "wall_time_s": time.perf_counter() - start,
         "wall_time_note": "this invocation only (a resumed run does not count earlier ones)",
+        "sweep": sweep.summary(results, parts=PARTS),
         "peak_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_memory_note": "of the client process; each task's peak is in its part's stats",
         "complete": True,
     }
     write_json(folder.file("results.json"), res)
@@ -72,57 +92,41 @@ def run(args) -> int:
     return 0
 
 
-def _kept(folder, arrays, todo) -> dict:
-    """The unit arrays already in the folder's arrays.npz (a resumed run)."""
-    path = folder.file(ARRAYS)
-    if not os.path.exists(path):
-        return arrays
-    with np.load(path, allow_pickle=False) as saved:
-        for name in saved.files:
-            if name in todo:
-                arrays[name] = saved[name]
-    return arrays
+def _measure(sweep, folder, s, X, activations) -> list:
+    """Every task whose part is not yet in the folder, on the sweep's backend."""
+    todo = tasks(activations, s["widths"], s["depth"])
+    finished = [0]
+
+    def kept(result):
+        finished[0] += not result.failed
+        folder.kept = f"{finished[0]} of {len(todo)} tasks finished (part-<key>.json/.npz)"
+
+    folder.kept = f"0 of {len(todo)} tasks finished"
+    shared = {
+        "settings": s,
+        "X": X,
+        "activations": activations,
+        "depths": depth_grid(s["cond_depth"]),
+    }
+    return sweep.run(
+        measure, todo, folder.path, shared=shared, desc="ntk", check=_interrupt.check,
+        on_result=kept,
+    )  # fmt: skip
 
 
-def _measure(folder, s, X, activations, progress) -> dict:
-    """Every unit not yet in arrays.npz, in turn; arrays.npz is rewritten after each."""
-    widths = np.array(s["widths"], dtype=np.int64)
-    depths = np.array(depth_grid(s["cond_depth"]), dtype=np.int64)
-    todo = units(activations)
-    names = [key(*unit) for unit in todo]
-    arrays = _kept(folder, {"widths": widths, "depths": depths}, set(names))
-
-    def kept():
-        done = sum(name in arrays for name in names)
-        folder.kept = f"{done} of {len(names)} units finished (in {ARRAYS})"
-
-    kept()
-    per_unit = len(widths) * s["seeds"]
-    missing = sum(unit[0] == "errors" and key(*unit) not in arrays for unit in todo)
-    bar = tqdm(total=missing * per_unit, desc="ntk", unit="net", disable=not progress)
-
-    def step():  # after every network: a safe point
-        bar.update()
-        _interrupt.check()
-
-    base = jax.random.PRNGKey(s["seed"])
-    try:
-        for unit, name in zip(todo, names):
-            if name in arrays:
-                continue
-            _interrupt.check()
-            data, act = unit[1], unit[2]
-            a, b = activations[act]
-            if unit[0] == "errors":
-                d, i, j = DATASETS.index(data), list(activations).index(act), SCHEMES.index(unit[3])
-                arrays[name] = compute.relative_errors(
-                    X[data], a, b, s["depth"], unit[3], s["widths"], s["seeds"],
-                    jax.random.fold_in(base, 100 * d + 10 * i + j), step,
-                )  # fmt: skip
-            else:
-                arrays[name] = compute.condition_numbers(X[data], a, b, depths.tolist())
-            write_npz(folder.file(ARRAYS), **arrays)  # finished work is kept
-            kept()
-    finally:
-        bar.close()
+def _assemble(results, s, activations) -> dict:
+    """arrays.npz from the parts: `errors__<data>__<act>__<scheme>` (W, S), one row per base
+    width, and `lambda__<data>__<act>` (2, D)."""
+    fields = ("measure", "data", "activation", "scheme", "width")
+    found = {tuple(r.task.get(f) for f in fields): r.arrays for r in results}
+    arrays = {
+        "widths": np.array(s["widths"], dtype=np.int64),
+        "depths": np.array(depth_grid(s["cond_depth"]), dtype=np.int64),
+    }
+    for data in DATASETS:
+        for act in activations:
+            for scheme in SCHEMES:
+                rows = [found["errors", data, act, scheme, m]["errors"] for m in s["widths"]]
+                arrays[key("errors", data, act, scheme)] = np.stack(rows)
+            arrays[key("lambda", data, act)] = found["lambda", data, act, None, None]["lambda"]
     return arrays

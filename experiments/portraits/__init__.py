@@ -12,6 +12,10 @@ compilation serves them all. Arrays such as α, w0 and the target travel inside 
 leaf, so changing them reuses the compilation.
 
 `gradflows run portrait` draws the seed's lazy picture, flow fields and conservation laws.
+Each figure is a task of the sweep layer (`experiments._sweep`: `--workers N`, `--scheduler
+ADDRESS`, `--workers 0` in-process, the same bits everywhere), kept as its part
+(`part-<key>.json`/`.npz`) as soon as it is computed, so `--resume DIR` computes only the
+figures that are missing.
 
 Three figures, each computed into `<name>.npz` in the run folder and drawn from that file:
 

@@ -14,6 +14,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
+from .._sweep_options import add_sweep_options
 
 FIGURES = ("seed", "flows", "conservation")
 FORMATS = ("png", "svg", "pdf")
@@ -52,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--field-grid", type=int, default=41, help="grid points per axis of the streamlines"
     )
     add_solver_options(parser, solver=None, max_steps=None)
-    add_run_folder_options(parser, "portrait", progress=False)
+    add_run_folder_options(parser, "portrait", progress=True)
+    add_sweep_options(parser)
 
 
 def settings(args) -> dict:

@@ -1,87 +1,55 @@
-"""The portrait run: compute each figure into its `.npz`, summarise it, draw it."""
+"""The portrait run: each figure is a task of the sweep layer; its arrays are kept as its part,
+then written as `<name>.npz`, summarised in results.json and drawn."""
 
-import argparse
-import json
-import os
-
-import numpy as np
-from tqdm import tqdm
-
-from .. import _interrupt
+from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
 from .._options import UsageError
 from .._run_folder import RunFolder
-from ._cli import CONSERVATION_STARTS, settings
-from ._conservation import conservation_portrait
-from ._flow_fields import lazy_flow_portrait
-from ._plots import plot
-from ._report import _summary
-from ._surface import surface_portrait
-from ._toys import ModelLoss, ScalarLinearNet, TwoWeightNet, balancedness
+from ._cli import settings
+from ._tasks import figure_task
 
-
-def _compute(name: str, args) -> dict:
-    net = TwoWeightNet(args.activation, args.x)
-    if name == "seed":
-        return surface_portrait(
-            net, args.w0, scales=args.scales, radius=args.radius, grid=args.grid, draw=False
-        ).data
-    if name == "flows":
-        return lazy_flow_portrait(
-            net,
-            args.w0,
-            args.target,
-            alphas=args.alphas,
-            radius=args.radius,
-            t1=args.t1,
-            grid=args.field_grid,
-            rtol=args.rtol,
-            atol=args.atol,
-            draw=False,
-        ).data
-    linear = ModelLoss(ScalarLinearNet(args.x), args.target)
-    try:
-        return conservation_portrait(
-            linear,
-            balancedness,
-            np.array(CONSERVATION_STARTS),
-            (-2.5, 2.5, -2.5, 2.5),
-            eta=args.eta,
-            gd_steps=args.gd_steps,
-            t1=2 * args.t1,
-            grid=args.grid,
-            rtol=args.rtol,
-            atol=args.atol,
-            draw=False,
-        ).data
-    except FloatingPointError as e:
-        raise UsageError(f"--eta {args.eta}: {e}") from None
+PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'figure': name})"
 
 
 def run(args) -> int:
     folder = RunFolder.choose("portrait", args.out, args.resume)
     s = folder.stored_config()["settings"] if folder.resumed else settings(args)
+    with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
+        return _run(folder, s, sweep)
+
+
+def _run(folder, s, sweep) -> int:
     _interrupt.watch(folder)
     folder.start({"settings": s, "versions": versions()})
-    results_path = folder.file("results.json")
-    results = {"complete": False}
-    if os.path.exists(results_path):
-        with open(results_path, encoding="utf-8") as f:
-            results = json.load(f)
-    options = argparse.Namespace(**s)
-    for name in tqdm(s["figures"], desc="portrait", unit="figure"):
-        _interrupt.check()
-        if name not in results or not os.path.exists(folder.file(f"{name}.npz")):
-            data = _compute(name, options)
-            write_npz(folder.file(f"{name}.npz"), **data)
-            results[name] = _summary(name, data)
-            write_json(results_path, results)
-        folder.kept = (
-            f"{sum(f in results for f in s['figures'])} of {len(s['figures'])} figures finished"
-        )
-        if not os.path.exists(folder.file(f"{name}.{s['format']}")):
-            for path in plot(folder.path, s["format"], names=(name,)):
-                tqdm.write(path)
-    results["complete"] = True
-    write_json(results_path, results)
+    names = s["figures"]
+    finished = [0]
+
+    def kept(result):
+        finished[0] += not result.failed
+        folder.kept = f"{finished[0]} of {len(names)} figures finished (part-<key>.json/.npz)"
+
+    folder.kept = f"0 of {len(names)} figures finished"
+    tasks = [{"figure": name} for name in names]
+    results = sweep.run(
+        figure_task, tasks, folder.path, shared=s, desc="portrait", check=_interrupt.check,
+        on_result=kept,
+    )  # fmt: skip
+    _interrupt.check()
+    for r in results:
+        if r.failed:
+            raise RuntimeError(
+                f"figure {r.task['figure']} could not be finished ({r.error}; see "
+                f"{folder.path}/logs/); the other parts are kept: {folder.resume_command()}"
+            )
+        if r.record.get("failed"):
+            raise UsageError(r.record["reason"])
+    summary = {"complete": True, "sweep": sweep.summary(results, parts=PARTS)}
+    for name, r in zip(names, results):
+        write_npz(folder.file(f"{name}.npz"), **r.arrays)
+        summary[name] = r.record
+    write_json(folder.file("results.json"), summary)
+    from ._plots import plot  # matplotlib only when drawing
+
+    for path in plot(folder.path, s["format"], names=names):
+        print(path)
     return 0

@@ -17,6 +17,8 @@ from tests.helpers import gradflows
 
 pytestmark = pytest.mark.slow
 
+NTK_FIRST = {"measure": "errors", "data": "digits", "activation": "relu", "scheme": "quadratic",
+             "width": 8}  # fmt: skip
 RUNS = {  # small, but several units of work each, so that an interrupt lands mid-run
     "lazy": (["--width", "8", "--n-train", "12", "--n-test", "0", "--t1", "0.5", "--n-times",
               "10", "--alphas", "1,3,10,30,100,300", "--no-progress", "--workers", "0"],
@@ -25,10 +27,11 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
                  "0.2,0.1", "--gd-t1", "4", "--squared-t1", "10", "--n-save", "10", "--workers",
                  "0"],
                 "results.json"),
-    "portrait": (["--grid", "9", "--field-grid", "7", "--alphas", "1,10", "--gd-steps", "4"],
-                 "seed.npz"),
+    "portrait": (["--grid", "9", "--field-grid", "7", "--alphas", "1,10", "--gd-steps", "4",
+                  "--workers", "0"], f"part-{task_key({'figure': 'seed'})}.json"),
     "ntk": (["--widths", "4,8", "--seeds", "2", "--depth", "2", "--n", "6", "--cond-depth", "4",
-             "--no-progress"], "arrays.npz"),
+             "--no-progress", "--workers", "0"],
+            f"part-{task_key(NTK_FIRST)}.json"),  # the largest network starts first
 }  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""`gradflows run ntk`: files, values, resume, refusal of an existing folder, one-line errors."""
+"""`gradflows run ntk`: files, values, resume from parts, the same bits on a Dask LocalCluster,
+refusal of an existing folder, one-line errors."""
 
 import json
 import math
@@ -8,11 +9,12 @@ import numpy as np
 import pytest
 
 import flows
+from experiments._sweep import task_key
 from experiments.ntk import _compute
 from tests.helpers import cli, one_line
 
 SMALL = ["--widths", "4,16", "--seeds", "3", "--depth", "2", "--n", "6", "--cond-depth", "4"]
-SMALL += ["--no-progress"]
+SMALL += ["--no-progress", "--mixed", "0.3", "0.9"]
 
 
 def _run(*argv):
@@ -22,7 +24,7 @@ def _run(*argv):
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     out = tmp_path_factory.mktemp("ntk") / "run"
-    assert _run("--out", out, *SMALL, "--mixed", "0.3", "0.9") == 0
+    assert _run("--out", out, *SMALL, "--workers", "0") == 0
     return out
 
 
@@ -60,28 +62,51 @@ def test_run_writes_config_results_arrays_and_figures(finished, capsys):
     assert res["slopes"]["digits"]["relu"]["constant"]["slope_of_mean"] == pytest.approx(expected)
 
 
+def _errors_task(data, act, scheme, m):
+    return {"measure": "errors", "data": data, "activation": act, "scheme": scheme, "width": m}
+
+
 @pytest.mark.slow
-def test_resume_keeps_finished_units_and_computes_only_the_missing(finished, tmp_path, capsys):
+def test_resume_keeps_finished_parts_and_computes_only_the_missing(finished, tmp_path, capsys):
     folder = tmp_path / "resumed"
     folder.mkdir()
-    shutil.copy(finished / "config.json", folder)
-    with np.load(finished / "arrays.npz") as saved:
-        arrays = {k: saved[k] for k in saved.files}
-    missing = "errors__gaussian__abs__quadratic"
-    original = arrays.pop(missing)
-    # a kept unit is read back, not recomputed: mark it with errors 0.5 and 0.25 (slope -0.5)
-    arrays["errors__digits__relu__constant"] = np.array([[0.5] * 3, [0.25] * 3])
-    np.savez(folder / "arrays.npz", **arrays)
+    for path in [finished / "config.json", *finished.glob("part-*")]:
+        shutil.copy(path, folder)
+    missing = task_key(_errors_task("gaussian", "abs", "quadratic", 16))
+    for ext in ("json", "npz"):
+        (folder / f"part-{missing}.{ext}").unlink()
+    # a kept part is read back, not recomputed: mark them with errors 0.5 and 0.25 (slope -0.5)
+    for m, value in ((4, 0.5), (16, 0.25)):
+        kept = task_key(_errors_task("digits", "relu", "constant", m))
+        np.savez(folder / f"part-{kept}.npz", errors=np.full(3, value))
     capsys.readouterr()
-    assert _run("--resume", folder, "--no-progress") == 0
+    assert _run("--resume", folder, "--no-progress", "--workers", "0") == 0
     assert str(folder) in capsys.readouterr().out
     res = json.loads((folder / "results.json").read_text())
+    assert res["sweep"]["tasks"] == 30 and res["sweep"]["resumed"] == 29  # 2·3·2·2 + 2·3
     assert res["slopes"]["digits"]["relu"]["constant"]["slope_of_mean"] == pytest.approx(-0.5)
-    with np.load(folder / "arrays.npz") as saved:
-        np.testing.assert_array_equal(saved[missing], original)  # same keys, same networks
+    name = "errors__gaussian__abs__quadratic"
+    with np.load(finished / "arrays.npz") as a, np.load(folder / "arrays.npz") as b:
+        np.testing.assert_array_equal(b[name], a[name])  # same keys, same networks
     assert _run("--resume", folder, "--depth", "4") == 2
     err = one_line(capsys.readouterr().err)
     assert "--depth 4 differs from the run's 2" in err
+
+
+@pytest.mark.slow
+def test_two_workers_give_the_same_bits_as_in_process(finished, tmp_path):
+    out = tmp_path / "two"
+    assert _run("--out", out, *SMALL, "--workers", "2") == 0
+    with np.load(finished / "arrays.npz") as a, np.load(out / "arrays.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for name in a.files:
+            np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+    ref, res = (json.loads((d / "results.json").read_text()) for d in (finished, out))
+    assert res["slopes"] == ref["slopes"] and res["condition_number"] == ref["condition_number"]
+    assert res["sweep"]["backend"].startswith("Dask LocalCluster, 2 worker")
+    workers = {json.loads(p.read_text())["stats"]["worker"] for p in out.glob("part-*.json")}
+    assert workers == {"0", "1"}  # both workers took tasks
+    assert (out / "logs" / "cluster.log").exists()
 
 
 def test_existing_folder_is_refused(tmp_path, capsys):

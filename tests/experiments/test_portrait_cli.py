@@ -1,11 +1,15 @@
-"""`gradflows run portrait`: the files it writes, and one-line errors with exit code 2."""
+"""`gradflows run portrait`: the files it writes (on a Dask LocalCluster and in-process), resume
+from the figures' parts, and one-line errors with exit code 2."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 
+from experiments._sweep import task_key
 from tests.helpers import cli as run
+from tests.helpers import one_line
 
 
 def _run(*argv):
@@ -16,7 +20,8 @@ def _run(*argv):
 def test_run_writes_config_results_arrays_and_figures(tmp_path):
     out = tmp_path / "run"
     small = ["--grid", "11", "--field-grid", "9", "--alphas", "1", "10", "--gd-steps", "4"]
-    assert _run("--out", str(out), "--w0", "0.37", "-1.21", "--target", "0.8", *small) == 0
+    argv = ["--w0", "0.37", "-1.21", "--target", "0.8", *small, "--no-progress"]
+    assert _run("--out", str(out), *argv, "--workers", "2") == 0
     for name in ("seed", "flows", "conservation"):
         assert (out / f"{name}.npz").stat().st_size > 0
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -25,6 +30,8 @@ def test_run_writes_config_results_arrays_and_figures(tmp_path):
     assert s["rtol"] == 1e-10 and s["solver"] == "tsit5" and "jax" in config["versions"]
     assert s["w0"] == [0.37, -1.21] and config["experiment"] == "portrait"
     results = json.loads((out / "results.json").read_text())
+    assert results["complete"] and results["sweep"]["tasks"] == 3
+    assert results["sweep"]["backend"].startswith("Dask LocalCluster, 2 worker")
     lengths = np.array(results["flows"]["path_length_from_w0"])
     np.testing.assert_allclose(lengths[1] / lengths[0], 0.1, rtol=0.15)
     assert results["conservation"]["max_flow_drift_of_balancedness"] <= 1e-8
@@ -36,10 +43,39 @@ def test_run_writes_config_results_arrays_and_figures(tmp_path):
 
 def test_run_writes_svg_when_asked(tmp_path):
     out = tmp_path / "svg"
-    assert _run("--out", str(out), "--format", "svg", "--figures", "seed", "--grid", "7") == 0
+    argv = ["--format", "svg", "--figures", "seed", "--grid", "7", "--workers", "0"]
+    assert _run("--out", str(out), *argv) == 0
     text = (out / "seed.svg").read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text and len(text) > 10_000
     assert not (out / "seed.png").exists() and not (out / "flows.npz").exists()
+
+
+@pytest.mark.slow
+def test_resume_keeps_finished_figures_and_computes_only_the_missing(tmp_path, capsys):
+    out, again = tmp_path / "run", tmp_path / "resumed"
+    argv = ["--figures", "seed,conservation", "--grid", "7", "--gd-steps", "4", "--workers", "0"]
+    assert _run("--out", str(out), *argv, "--no-progress") == 0
+    again.mkdir()
+    shutil.copy(out / "config.json", again)
+    seed = task_key({"figure": "seed"})
+    part = json.loads((out / f"part-{seed}.json").read_text())
+    part["record"]["output_gap_at_w0"] = [0.125, 0.25]  # a kept part is read back, not redone
+    (again / f"part-{seed}.json").write_text(json.dumps(part))
+    shutil.copy(out / f"part-{seed}.npz", again)
+    assert _run("--resume", str(again), "--no-progress", "--workers", "0") == 0
+    results = json.loads((again / "results.json").read_text())
+    assert results["seed"]["output_gap_at_w0"] == [0.125, 0.25]
+    assert (results["sweep"]["tasks"], results["sweep"]["resumed"]) == (2, 1)
+    assert (
+        results["conservation"] == json.loads((out / "results.json").read_text())["conservation"]
+    )  # recomputed: the same numbers
+    with np.load(out / "conservation.npz") as a, np.load(again / "conservation.npz") as b:
+        for name in a.files:
+            np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+    capsys.readouterr()
+    blows = ["--figures", "conservation", "--eta", "5", "--gd-steps", "60", "--grid", "5"]
+    assert _run(*blows, "--workers", "0", "--no-progress", "--out", str(tmp_path / "b")) == 2
+    assert "--eta 5.0: " in one_line(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize(
