@@ -12,7 +12,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
-from .._sweep import add_sweep_options
+from .._sweep_options import add_sweep_options
 
 PARTS = ("logistic", "conservation", "gd", "squared", "homogeneous")
 ACTIVATIONS = ("relu", "leaky_relu", "abs")
