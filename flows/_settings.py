@@ -68,7 +68,7 @@ class SolveSettings:
     atol: float = 1e-12
     max_steps: int = 200_000
     chunks: int = 20
-    stiff_steps: int = 200
+    stiff_steps: int = 50
     stiff_tests: int = 2
     explicit_tests: int = 2
     gmres_max_iters: int = GMRES_MAX_ITERS
