@@ -72,8 +72,13 @@ def test_auto_switches_into_a_stiff_stretch_of_the_path_and_back_out():
     assert stats["switches"][1]["h_lambda"] < 0.5 * BOUNDARY["tsit5"]
     assert stats["solvers"] == ["tsit5", "kvaerno5"]
     assert stats["switched_to_implicit_at"] == t_in
-    # Same path as Tsit5 alone (measured max |Δx| 1.3e-7 on x ≤ 14.2: both at rtol 1e-8).
-    np.testing.assert_allclose(auto.params["x"], tsit5.params["x"], rtol=0, atol=1e-5)
+    # Against Tsit5 at rtol 1e-12: x(t1), a step end, measured off by 1.2e-7 (Tsit5 alone at
+    # rtol 1e-8: 1.8e-7 at most); the save times inside the Kvaerno5 stretch by up to
+    # 1.16e-5 (Kvaerno5 alone: 1.55e-5), as diffrax fills them by Kvaerno5's cubic Hermite
+    # interpolation between steps of h ≈ 4, whose error does not accumulate.
+    ref = flows.gradient_flow(_bump, p0, 100.0, solver="tsit5", rtol=1e-12, atol=1e-14)
+    assert abs(auto.params["x"][-1] - ref.params["x"][-1]) <= 2e-6
+    np.testing.assert_allclose(auto.params["x"], ref.params["x"], rtol=0, atol=2e-4)
     # Through the stiff stretch Tsit5 is held at h ≤ 3.5/λ_max: it needs more steps.
     assert stats["num_steps"] < tsit5.stats["num_steps"]
 
