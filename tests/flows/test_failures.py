@@ -58,7 +58,8 @@ def test_relu_net_at_a_kink_is_a_collapsed_step_with_bounded_norms(digits_3_10_p
     # t1 = 50, the implicit solver that "auto" used to hand over to after 200 Tsit5 steps
     # (its stiffness tests along the path keep Tsit5 here, which chatters until max_steps
     # with 80% of its steps rejected and says so). The step size collapses at a kink while
-    # ‖θ‖ stays near its initial norm (measured 4.19 → 3.97 at t = 0.194); it was reported as "blowing up".
+    # ‖θ‖ stays near its initial norm (measured 4.19 → 3.97 at t = 0.194); it was reported
+    # as "blowing up".
     X, y = digits_3_10_pca3
     net = models.TwoLayerNet(3, 8, activation="relu", key=jax.random.PRNGKey(0))
 
