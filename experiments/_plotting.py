@@ -15,8 +15,6 @@ The checks return lists of problems (empty when the figure is fine) so that a te
   or images use a fair part of their colour scale.
 """
 
-import os
-
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -27,6 +25,8 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 from matplotlib.transforms import Bbox
+
+from ._files import write_figure
 
 EPS = float(np.finfo(np.float64).eps)
 FIT, REFERENCE, BOUND, FLOOR = "fit", "reference", "bound", "floor"
@@ -55,11 +55,7 @@ def save_figure(figure: Figure, path: str, *, dpi: int = 130) -> str:
     Returns:
         `path`.
     """
-    folder, name = os.path.split(path)
-    fmt = os.path.splitext(name)[1].lstrip(".").lower() or "png"
-    tmp = os.path.join(folder, f".tmp-{name}")
-    figure.savefig(tmp, dpi=dpi, format=fmt)
-    os.replace(tmp, path)
+    write_figure(path, figure, dpi=dpi)
     return path
 
 

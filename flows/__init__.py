@@ -15,11 +15,14 @@ jax.config.update("jax_enable_x64", True)
 
 from ._closed_form import LinearBranch as LinearBranch  # noqa: E402
 from ._closed_form import linear_closed_form as linear_closed_form  # noqa: E402
+from ._exprb import ExpRosenbrock32 as ExpRosenbrock32  # noqa: E402
 from ._failures import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._filippov import filippov_flow as filippov_flow  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
+from ._gauss import GaussLegendre as GaussLegendre  # noqa: E402
+from ._gauss import gauss_legendre_tableau as gauss_legendre_tableau  # noqa: E402
 from ._gd import gradient_descent as gradient_descent  # noqa: E402
 from ._lazy import LazyComparison as LazyComparison  # noqa: E402
 from ._lazy import lazy_comparison as lazy_comparison  # noqa: E402
@@ -51,6 +54,7 @@ from ._pl import distance_from_init as distance_from_init  # noqa: E402
 from ._pl import pl_constant as pl_constant  # noqa: E402
 from ._pl import pl_quotient as pl_quotient  # noqa: E402
 from ._settings import SolveSettings as SolveSettings  # noqa: E402
+from ._solvers import SOLVERS as SOLVERS  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._stats import SolveStats as SolveStats  # noqa: E402
 from ._theory import LazyConstants as LazyConstants  # noqa: E402

@@ -52,6 +52,7 @@ def gauss_legendre_tableau(stages: int):
 
     c are the zeros of the shifted Legendre polynomial on [0, 1]; A solves the collocation
     conditions Σ_j a_ij c_j^(k−1) = c_i^k / k (k = 1…s); b are the Gauss quadrature weights.
+    Returns numpy arrays c (s,), A (s, s), b (s,) for `stages` = s ≥ 1 (Butcher 1964).
     """
     x, w = np.polynomial.legendre.leggauss(stages)
     c, b = (x + 1) / 2, w / 2

@@ -30,6 +30,7 @@ from models import partition
 from ._checks import check_finite, check_float64, check_positive, check_ts
 from ._flat import FlatSpec
 from ._integrate import integrate
+from ._lazy_kinked import check_kinked_solver, kinked_form, kinked_pair
 from ._lazy_rules import LAZY_NODES, lazy_remainder_rule
 from ._losses import get_loss
 from ._settings import SolveSettings, resolve_settings
@@ -63,15 +64,25 @@ class _Lazy(eqx.Module):
     def R(self, y):
         return self.loss(y, self.Y)
 
+    def linear(self, ubar, X):
+        """(ȳ, J, Jᵀ) on inputs X: the linear output αh(w0) + Jū, J = Dh(w0) as a jvp and its
+        transpose."""
+        h0, jvp = jax.linearize(lambda w: self.h(w, X), self.w0)
+        return self.alpha * h0 + jvp(ubar), jvp, jax.linear_transpose(jvp, self.w0)
+
+    def linear_velocity(self, ubar):
+        """ū' = −Jᵀ∇R(ȳ): the linear branch alone (the nonlinear one is solved elsewhere)."""
+        ybar, _, jt = self.linear(ubar, self.X)
+        (ubar_dot,) = jt(jax.grad(self.R)(ybar))
+        return -ubar_dot
+
     def gap_terms(self, ubar, d, X):
         """(ȳ, Δ, Jᵀ) on inputs X: the linear output, the scaled output gap and the transpose
         of J = Dh(w0) on X."""
         alpha = self.alpha
         u = ubar + d / alpha
         h_on_X = lambda w: self.h(w, X)  # noqa: E731
-        h0, jvp = jax.linearize(h_on_X, self.w0)
-        ybar = alpha * h0 + jvp(ubar)
-        jt = jax.linear_transpose(jvp, self.w0)
+        ybar, jvp, jt = self.linear(ubar, X)
         if not self.remainder:
             return ybar, alpha * (alpha * h_on_X(self.w0 + u / alpha) - ybar), jt
         s, wts = _gauss(self.nodes)
@@ -111,6 +122,15 @@ class _Lazy(eqx.Module):
         return self.derivatives(*state)
 
 
+class _Linear(eqx.Module):
+    """The linear branch's field ū' = −Jᵀ∇R(ȳ) alone, for `lazy_comparison` of a kinked net."""
+
+    field: _Lazy
+
+    def __call__(self, t, ubar, args):
+        return self.field.linear_velocity(ubar)
+
+
 class _Measure(eqx.Module):
     field: _Lazy
     save_params: bool = eqx.field(static=True)
@@ -119,7 +139,7 @@ class _Measure(eqx.Module):
         f = self.field
         ubar, d = state
         alpha = f.alpha
-        ybar, delta, _ = f.gap_terms(ubar, d, f.X)
+        ybar, delta, jt = f.gap_terms(ubar, d, f.X)
         ya = ybar + delta / alpha
         out = {
             "loss": f.R(ya),
@@ -133,6 +153,18 @@ class _Measure(eqx.Module):
         if f.X_test is not None:
             _, delta_test, _ = f.gap_terms(ubar, d, f.X_test)
             out["heldout_output_gap"] = jnp.linalg.norm(delta_test) / alpha
+        # The parts of the PL quotient μ = ‖∇F‖²/(2F) of both objectives (F* = 0):
+        # ∇F_α(w) = Dh(w)ᵀ∇R(αh(w))/α and ∇F̄_α = Jᵀ∇R(ȳ)/α, so μ = rᵀΣ(w)r/‖r‖² for the
+        # squared loss: no power of α is left, and μ is comparable with λ_min(Σ(w0)).
+        grad_R = jax.grad(f.R)
+        _, vjp = jax.vjp(lambda w: f.h(w, f.X), f.w0 + (ubar + d / alpha) / alpha)
+        (g,) = vjp(grad_R(ya))
+        (gbar,) = jt(grad_R(ybar))
+        out["pl"] = {"grad_norm_sq": jnp.vdot(g, g) / alpha**2, "gap": out["loss"] / alpha**2}
+        out["pl_linearized"] = {
+            "grad_norm_sq": jnp.vdot(gbar, gbar) / alpha**2,
+            "gap": out["loss_linearized"] / alpha**2,
+        }
         if self.save_params:
             out["u"], out["ubar"] = ubar + d / alpha, ubar
         return out
@@ -149,6 +181,18 @@ class LazyComparison:
     - `heldout_output_gap`: the same on the held-out inputs, or None.
     - `distance_from_init`: ‖w_α − w0‖.
     - `residual`, `residual_linearized`: ‖αh(w_α) − y*‖ and ‖αh̄(w̄_α) − y*‖.
+    - `pl`, `pl_linearized`: `{"grad_norm_sq": ‖∇F_α(w_α)‖², "gap": F_α(w_α)}` (each `(T,)`),
+      the parts of the PL quotient μ(t) = ‖∇F_α‖²/(2F_α) (F* = 0), and the same for F̄_α
+      along w̄_α; `flows.pl_constant(res.pl)` gives μ(t), masked where F_α is 0. For the
+      squared loss μ = rᵀΣ(w)r/‖r‖² with r = αh(w) − y*: no power of α is left, so μ is on
+      the scale of the eigenvalues of Σ(w0) = JJᵀ (`flows.lazy_constants`), and
+      μ ≥ λ_min(Σ(w(t))). For a kinked net Dh(w) is JAX's derivative (φ'(z) one-sided, or
+      a at z = 0 exactly for φ = a·s + b·|s|): at save times where pre-activations slide
+      (`stats["sliding_at_ts"]`), μ is not built from the Filippov velocity.
+    - `stats`: the solver's counters (`SolveStats` as a dict). For a kinked net
+      (`config["method"] == "filippov"`) those of `filippov_flow` (steps, `events`,
+      `crossings`, `sliding_entries`, `sliding_exits`, `sliding_at_ts`), with the linear
+      branch's under `"linearized"`.
     - `u`, `ubar`: the displacements α(w − w0) as flat vectors `(T, p)`, if saved.
     """
 
@@ -164,6 +208,8 @@ class LazyComparison:
     residual_linearized: np.ndarray
     stats: dict
     config: dict
+    pl: dict
+    pl_linearized: dict
     u: np.ndarray | None = None
     ubar: np.ndarray | None = None
 
@@ -204,6 +250,17 @@ def lazy_comparison(
     F_α(w) = R(αh(w))/α² and F̄_α(w) = R(αh̄(w))/α², with h̄(w) = h(w0) + Dh(w0)(w − w0) and
     h(w) the vector of model outputs on the training inputs.
 
+    **Kinked activations.** For a two-layer net (or a symmetrised one) with a piecewise-linear
+    activation (ReLU, leaky ReLU, |s|: `models.abs_family`), F_α is not smooth and its exact
+    flow slides along the kink surfaces. The nonlinear flow is then the Filippov solution of
+    `filippov_flow`, the linear branch ū' = −Jᵀ∇R(ȳ) (smooth) is solved alone with `settings`,
+    and the gaps are measured from the weights saved at `ts` in the direct form
+    α(αh(w) − ȳ), `remainder` being ignored (its second derivative D²h misses the kinks).
+    The Filippov solve works in w, whose displacement is O(1/α): it gets rtol/α and atol/α
+    (rtol at least 1e-14), so that the displacement is resolved as in the joint solve; above
+    α ≈ 1e4 (rtol 1e-10) float64's resolution of w sets the floor (measured on a width-6 net
+    at α = 1e6: weight gap 1.9e-12 on its α⁻² line, output gap floor 3e-8).
+
     **Arguments:**
     - `model`: an equinox Module called on one input `x` of shape `(d,)`, returning `()` or
       `(k,)`. Its trainable arrays (see `models.partition`) are w0, shape `(p,)` once flattened.
@@ -215,7 +272,8 @@ def lazy_comparison(
     - `heldout`: held-out inputs `(n', d)` (or `(X', Y')`) for Proposition A.1's gap.
     - `ts`: save times, default `log_times(t1, 100)`. Both flows are saved at these times.
     - `settings`, `**overrides`, `progress`, `checkpoint`: as in `gradient_flow`; the
-      tolerances apply to the joint state (ū, d).
+      tolerances apply to the joint state (ū, d). A kinked net needs an explicit solver
+      ("auto", "tsit5", "dopri5", "dopri8"; `max_steps` counts steps plus events there).
     - `remainder`: "auto" follows `lazy_remainder_rule(alpha)` (the Taylor-remainder form at
       α ≥ 30, the direct form below; the docstring there says why). True/False force it.
     - `nodes`: Gauss–Legendre nodes of the remainder integrals, in [2, 16]; default
@@ -226,10 +284,12 @@ def lazy_comparison(
 
     **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
     non-finite data or parameters, parameters that are not float64, shapes that do not match
-    the model; `FloatingPointError` and `MaxStepsReached` as in `gradient_flow`.
+    the model, an implicit `settings.solver` for a kinked net; `FloatingPointError` and
+    `MaxStepsReached` as in `gradient_flow` (and `filippov_flow` for a kinked net).
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (finite horizon), Thm 2.4 (uniform in
-    time) and Prop. A.1 (held-out inputs).
+    time) and Prop. A.1 (held-out inputs); Filippov 1988 (kinked nets); Liu, Zhu & Belkin
+    2022, §4 (the PL quotient of the squared loss, `pl`).
     """
     alpha = check_positive("alpha", alpha)
     t1 = check_positive("t1", t1)
@@ -262,26 +322,35 @@ def lazy_comparison(
         remainder = lazy_remainder_rule(alpha)
     elif not isinstance(remainder, bool):
         raise ValueError(f"remainder must be 'auto', True or False, got {remainder!r}")
+    kinked = kinked_form(model) is not None
+    if kinked:  # the Filippov solution, measured in the direct form (no D²h across a kink)
+        check_kinked_solver(settings)
+        if Y.ndim != 1:
+            raise ValueError(f"data: a kinked net needs targets of shape (n,), got {Y.shape}")
+        remainder = False
     spec = FlatSpec.of(trainable)
     w0 = spec.ravel(trainable)
     field = _Lazy(
         w0, X, Y, X_test, jnp.asarray(alpha), static, spec, loss, bool(remainder), int(nodes)
     )
-    zeros = jnp.zeros_like(w0)
-    saved, _, stats = integrate(
-        field,
-        (zeros, zeros),
-        ts,
-        _Measure(field, save_params),
-        settings,
-        progress=progress,
-        desc=f"alpha={alpha:.3g}",
-        checkpoint=checkpoint,
-    )
+    measure = _Measure(field, save_params)
+    if kinked:
+        saved, stats = kinked_pair(
+            model, (X, Y), field, _Linear(field), measure, ts, settings, loss,
+            progress=progress, checkpoint=checkpoint,
+        )  # fmt: skip
+    else:
+        zeros = jnp.zeros_like(w0)
+        saved, _, stats = integrate(
+            field, (zeros, zeros), ts, measure, settings, progress=progress,
+            desc=f"alpha={alpha:.3g}", checkpoint=checkpoint,
+        )  # fmt: skip
+        stats = stats.to_dict()
     config = {
         **settings.to_dict(),
         "alpha": alpha,
         "t1": t1,
+        "method": "filippov" if kinked else "joint",
         "remainder": bool(remainder),
         "nodes": int(nodes),
         "loss": repr(loss),
@@ -292,7 +361,7 @@ def lazy_comparison(
         heldout_output_gap=saved.pop("heldout_output_gap", None),
         u=saved.pop("u", None),
         ubar=saved.pop("ubar", None),
-        stats=stats.to_dict(),
+        stats=stats,
         config=config,
         **saved,
     )

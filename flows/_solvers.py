@@ -17,6 +17,7 @@ IMPLICIT = ("kvaerno5", *GAUSS)
 EXPONENTIAL = ("exprb32",)
 STIFF = IMPLICIT + EXPONENTIAL  # solvers whose evaluations are counted, not computed
 NAMES = ("auto",) + EXPLICIT + STIFF
+SOLVERS = NAMES  # public as flows.SOLVERS: every name `solver=` accepts
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
 _NewtonWithControllerTols = dfx.with_stepsize_controller_tols(optx.Newton)

@@ -12,10 +12,12 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
+from .._sweep import add_sweep_options
 
-PARTS = ("logistic", "gd", "squared", "homogeneous")
+PARTS = ("logistic", "conservation", "gd", "squared", "homogeneous")
 ACTIVATIONS = ("relu", "leaky_relu", "abs")
 SOLVERS = {"logistic": "tsit5", "squared": "auto", "homogeneous": "tsit5"}
+DRIFT_SOLVERS = ("tsit5", "kvaerno5", "implicit_midpoint", "gauss4")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = g.add_argument
     a("--t1", type=float, default=1e6, help="horizon of the logistic flows (flow time)")
     a("--n-save", type=int, default=120, help="log-spaced save times per flow")
+    a(
+        "--solver",
+        default=SOLVERS["logistic"],
+        help="solver of the logistic flows at --rtols: any name flows.gradient_flow accepts, "
+        "the Gauss–Legendre ones (implicit_midpoint, gauss4, gauss6) included (%(default)s)",
+    )
     add_list(
         g,
         "--rtols",
@@ -38,24 +46,63 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="two tolerances of the logistic flow (atol = rtol/100); the first also records "
         "alignment, singular values and the margin, and serves the other parts",
     )
+    add_list(
+        g,
+        "--drift-solvers",
+        default=",".join(DRIFT_SOLVERS),
+        help="part conservation: the solvers whose balancedness drift is compared on the "
+        "logistic flow to --t1 (each at every --drift-rtols)",
+    )
+    add_list(
+        g,
+        "--drift-rtols",
+        default="1e-6,1e-3",
+        help="part conservation: tolerances (atol = rtol/100)",
+    )
     add_list(g, "--etas", default="0.2,0.1,0.05,0.025", help="gradient-descent steps (flow time)")
     a("--gd-t1", type=float, default=1e4, help="horizon of the gradient-descent runs")
     a("--squared-t1", type=float, default=1e6, help="horizon of the squared-loss flow")
     a("--max-steps", type=int, default=20_000, help="step budget of each deep linear flow")
-    a(
-        "--homogeneous-t-short",
-        type=float,
-        default=0.5,
-        help="short horizon of the two-layer flows (per-neuron invariants checked)",
+    add_list(
+        g,
+        "--activations",
+        default=",".join(ACTIVATIONS),
+        help=f"part homogeneous: activations of the two-layer nets, from {', '.join(ACTIVATIONS)}",
     )
-    a("--homogeneous-t1", type=float, default=50.0, help="long horizon of the two-layer flows")
+    a(
+        "--homogeneous-t1",
+        type=float,
+        default=1e4,
+        help="horizon of the exact (Filippov) flows of the two-layer ReLU/leaky-ReLU/abs nets",
+    )
     a(
         "--homogeneous-max-steps",
         type=int,
-        default=20_000,
-        help="step budget of each two-layer ReLU/leaky-ReLU/abs flow",
+        default=100_000,
+        help="budget of solver steps plus events of each Filippov flow",
     )
-    add_run_folder_options(parser, "balance", progress=False)
+    a(
+        "--chatter-t1",
+        type=float,
+        default=50.0,
+        help="horizon of the baseline: the same nets with Tsit5 alone, which chatters at kinks",
+    )
+    a(
+        "--chatter-max-steps",
+        type=int,
+        default=20_000,
+        help="step budget of each Tsit5 baseline flow",
+    )
+    add_run_folder_options(parser, "balance", progress=True)
+    add_sweep_options(parser)
+
+
+def _solvers(flag_name: str, names: list[str]) -> list[str]:
+    for name in names:  # the library's rule: an unknown name lists the valid ones
+        solve_settings({"solver": flag_name}, solver=name)
+    if len(set(names)) < len(names):
+        raise UsageError(f"{flag_name}: each solver once, got {','.join(names)}")
+    return names
 
 
 def settings(args) -> dict:
@@ -67,6 +114,12 @@ def settings(args) -> dict:
         raise UsageError(
             f"--parts: unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}"
         )
+    activations = parse_list("--activations", args.activations, str)
+    if set(activations) - set(ACTIVATIONS) or len(set(activations)) < len(activations):
+        raise UsageError(
+            f"--activations: each of {', '.join(ACTIVATIONS)} at most once, got "
+            + ",".join(activations)
+        )
     hidden = parse_list("--hidden", args.hidden, int)
     if len(hidden) < 2 or min(hidden) < 1:
         raise UsageError(
@@ -74,6 +127,7 @@ def settings(args) -> dict:
             + ",".join(map(str, hidden))
         )
     rtols = parse_list("--rtols", args.rtols, positive=True, count=2)
+    drift_rtols = sorted(set(parse_list("--drift-rtols", args.drift_rtols, positive=True)))
     etas = sorted(set(parse_list("--etas", args.etas, positive=True)))
     gd_t1 = positive("--gd-t1", args.gd_t1)
     if "gd" in parts and len(etas) < 2:
@@ -83,8 +137,13 @@ def settings(args) -> dict:
     bounded("--n-save", args.n_save, 2, 100_000)
     bounded("--seed", args.seed, 0, 2**32 - 1)
     bounded("--n-train", args.n_train, 2, 10**6)
+    solvers = {**SOLVERS, "logistic": args.solver}
+    _solvers("--solver", [args.solver])
+    drift_solvers = _solvers(
+        "--drift-solvers", parse_list("--drift-solvers", args.drift_solvers, str)
+    )
     for rtol in rtols:  # the library's rule, before any work
-        for solver in SOLVERS.values():
+        for solver in solvers.values():
             solve_settings(
                 {"rtol": "--rtols", "atol": "--rtols"},
                 solver=solver,
@@ -92,7 +151,11 @@ def settings(args) -> dict:
                 atol=1e-2 * rtol,
                 max_steps=args.max_steps,
             )
+    for rtol in drift_rtols:
+        flags = {"rtol": "--drift-rtols", "atol": "--drift-rtols"}
+        solve_settings(flags, rtol=rtol, atol=1e-2 * rtol)
     solve_settings({"max_steps": "--homogeneous-max-steps"}, max_steps=args.homogeneous_max_steps)
+    solve_settings({"max_steps": "--chatter-max-steps"}, max_steps=args.chatter_max_steps)
     return {
         "parts": [p for p in PARTS if p in parts],
         "classes": parse_classes(args.classes),
@@ -105,13 +168,17 @@ def settings(args) -> dict:
         "n_save": args.n_save,
         "rtols": rtols,
         "atol_over_rtol": 1e-2,
+        "drift_solvers": drift_solvers,
+        "drift_rtols": drift_rtols,
         "etas": etas,
         "gd_t1": gd_t1,
         "squared_t1": positive("--squared-t1", args.squared_t1),
         "max_steps": args.max_steps,
-        "homogeneous_t_short": positive("--homogeneous-t-short", args.homogeneous_t_short),
+        "activations": [a for a in ACTIVATIONS if a in activations],
         "homogeneous_t1": positive("--homogeneous-t1", args.homogeneous_t1),
         "homogeneous_max_steps": args.homogeneous_max_steps,
+        "chatter_t1": positive("--chatter-t1", args.chatter_t1),
+        "chatter_max_steps": args.chatter_max_steps,
         "losses": {"logistic": "mean", "squared": "mean"},
-        "solver": dict(SOLVERS),
+        "solver": solvers,
     }

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .. import _plotting as P
+from ._conservation_plots import conservation_figure, homogeneous_figure
 
 DRIFT_LABEL = (
     "relative drift (dimensionless)\nmax_k ‖C_k(t) − C_k(0)‖_F / max(1, ‖W_k‖² + ‖W_k+1‖²)"
@@ -59,6 +60,12 @@ def plot(folder: str) -> list[str]:
     if "squared" in results:
         squared = results["squared"]
         figures["squared.png"] = squared_figure(squared, _load(folder, squared["file"]))
+    if results.get("conservation", {}).get("runs"):
+        figures["conservation.png"] = conservation_figure(
+            folder, results["conservation"], DRIFT_LABEL
+        )
+    if results.get("homogeneous", {}).get("runs"):
+        figures["homogeneous.png"] = homogeneous_figure(folder, results["homogeneous"])
     for name, fig in figures.items():
         P.save_figure(fig, os.path.join(folder, name), dpi=120)
     return list(figures)
@@ -101,7 +108,7 @@ def drift_figure(folder: str, results: dict) -> Figure:
         ts = _load(folder, flows[0]["file"])["ts"]
         P.roundoff_floor(ax, ts[ts > 0], 10 * P.EPS, label="round-off floor, 10ε")
     title = "Balancedness drift of the logistic flow (Du, Hu & Lee 2018: C_k is conserved)"
-    if "gd" in results:
+    if "drift_exponent_in_eta" in results.get("gd", {}):  # two or more η finished
         title += (
             f"\ngradient descent breaks it: drift ∝ η^{results['gd']['drift_exponent_in_eta']:.3f}"
             f" at t = {results['gd']['t1']:g}"

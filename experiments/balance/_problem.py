@@ -1,9 +1,8 @@
-"""The balance problem (digits, deep linear net, objectives, observables) and one flow
-written to its `.npz`."""
+"""The balance problem (digits, deep linear net, objectives, observables), built once per
+process, and one flow of it."""
 
-import hashlib
 import json
-import os
+import time
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +12,6 @@ import flows
 import models
 
 from .._data import digits_table
-from .._files import write_npz
 from .._options import UsageError, solve_settings
 
 
@@ -68,16 +66,38 @@ def _flat(observables: dict) -> dict:
     return out
 
 
+def problem_for(s: dict) -> _Problem:
+    """The problem of settings `s`, built once per process (a sweep worker runs many tasks)."""
+    key = json.dumps({k: s[k] for k in _PROBLEM_KEYS}, sort_keys=True)
+    if key not in _PROBLEMS:
+        _PROBLEMS.clear()
+        _PROBLEMS[key] = _Problem(s)
+    return _PROBLEMS[key]
+
+
+_PROBLEM_KEYS = ("classes", "n_train", "hidden", "scale", "seed", "losses")
+_PROBLEMS: dict = {}
+
+
 def _stats(traj) -> dict:
-    keep = ("num_steps", "num_rejected_steps", "grad_evals", "solvers", "switched_to_implicit_at")
+    keep = (
+        "num_steps",
+        "num_rejected_steps",
+        "grad_evals",
+        "jvp_evals",
+        "solvers",
+        "switched_to_implicit_at",
+        "newton_residual",
+    )
     return {k: traj.stats[k] for k in keep if k in traj.stats}
 
 
-def _flow(problem, loss, t1, s, out, tag, *, rtol, solver, observables):
+def _flow(problem, loss, t1, s, ctx, tag, *, rtol, solver, observables):
+    """One flow of the deep linear net to `t1` (checkpointed in the task's checkpoint);
+    returns the trajectory, its arrays for the part, and the wall time of the solve (s,
+    compilation included). An exhausted budget is a `UsageError` naming --max-steps."""
     ts = flows.log_times(t1, s["n_save"], t_min=1e-3 * min(1.0, t1))
-    # Keyed by the settings, so a rerun into the same folder resumes only its own solve.
-    key = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:10]
-    checkpoint = os.path.join(out, f".{tag}-{key}.checkpoint.npz")
+    start = time.perf_counter()
     try:
         traj = flows.gradient_flow(
             loss,
@@ -89,14 +109,11 @@ def _flow(problem, loss, t1, s, out, tag, *, rtol, solver, observables):
             ),
             observables=observables,
             save_params=False,
-            progress=True,
-            checkpoint=checkpoint,
+            progress=ctx.progress,
+            checkpoint=ctx.checkpoint,
         )
     except flows.MaxStepsReached as e:
         raise UsageError(f"--max-steps: {tag}: {e}") from None
-    write_npz(
-        os.path.join(out, f"{tag}.npz"), ts=traj.ts, loss=traj.loss, **_flat(traj.observables)
-    )
-    if os.path.exists(checkpoint):
-        os.remove(checkpoint)
-    return traj
+    wall = time.perf_counter() - start
+    arrays = {"ts": traj.ts, "loss": traj.loss, **_flat(traj.observables)}
+    return traj, arrays, wall

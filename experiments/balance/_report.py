@@ -4,11 +4,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 
-def _summary(results, figures) -> None:
+def _logistic_lines(results) -> list[str]:
     lines = []
     for run in results.get("logistic", {}).get("runs", []):
         lines.append(
-            f"logistic rtol {run['rtol']:g}: {run['num_steps']} steps, "
+            f"logistic {run['solver']} rtol {run['rtol']:g}: {run['num_steps']} steps, "
             f"{run['grad_evals']} evals, max drift/max(1,|W|²) = "
             f"{run['drift_relative_max_over_rtol']:.3g}·rtol"
         )
@@ -19,7 +19,43 @@ def _summary(results, figures) -> None:
                 f"{run['normalised_margin_final']:.4g} (SVM "
                 f"{results['data']['max_margin']['margin']:.4g})"
             )
-    if "gd" in results:
+    return lines
+
+
+def _conservation_lines(results) -> list[str]:
+    lines = []
+    for run in results.get("conservation", {}).get("runs", []):
+        newton = run.get("newton_residual")
+        lines.append(
+            f"conservation {run['solver']:>17s} rtol {run['rtol']:g}: max relative drift "
+            f"{run['drift_relative_max']:.2g}, {run['num_steps']} steps, "
+            f"{run['solve_wall_s']:.1f} s" + (f", Newton residual {newton:.1e}" if newton else "")
+        )
+    return lines
+
+
+def _homogeneous_lines(results) -> list[str]:
+    lines = []
+    for name, runs in results.get("homogeneous", {}).get("runs", {}).items():
+        for method, run in runs.items():
+            head = f"{name} {method} to t={run['t1']:g}: "
+            if run["status"] != "finished":
+                lines.append(
+                    head + f"stopped at t={run['t_reached']:.4g} after {run['num_steps']} steps "
+                    "(chatter)"
+                )
+                continue
+            events = f", {run['events']} events" if "events" in run else ""
+            lines.append(
+                head + f"{run['num_steps']} steps{events}, per-neuron drift "
+                f"{run['neuron_drift_relative_max_over_rtol']:.3g}·rtol"
+            )
+    return lines
+
+
+def _summary(results, figures) -> None:
+    lines = _logistic_lines(results) + _conservation_lines(results)
+    if "gd" in results and "drift_exponent_in_eta" in results["gd"]:
         lines.append(f"GD drift exponent in eta: {results['gd']['drift_exponent_in_eta']:.3f}")
     if "squared" in results:
         sq = results["squared"]
@@ -30,17 +66,12 @@ def _summary(results, figures) -> None:
             else f"switched to implicit at t={switch:.4g}"
         )
         lines.append(f"squared: {sq['num_steps']} steps, solvers {sq['solvers']} ({how})")
-    for name, runs in results.get("homogeneous", {}).get("runs", {}).items():
-        for run in runs.values():
-            done = run["status"] == "finished"
-            lines.append(
-                f"{name} to t={run['t1']:g}: "
-                + (
-                    f"{run['num_steps']} steps, per-neuron drift "
-                    f"{run['neuron_drift_max_over_rtol_scale']:.3g}·rtol"
-                    if done
-                    else run["message"].split(";")[0]
-                )
-            )
+    lines += _homogeneous_lines(results)
+    sweep = results.get("sweep", {})
+    if sweep:
+        lines.append(
+            f"{sweep['tasks']} tasks ({sweep['backend']}): {sweep['task_wall_s_total']:.1f} s "
+            f"of task wall time, critical path {sweep['critical_path_s']:.1f} s"
+        )
     lines.append("figures: " + (", ".join(figures) or "none for these parts"))
     tqdm.write("\n".join(lines))

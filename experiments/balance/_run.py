@@ -1,53 +1,35 @@
-"""The balance run: settings, problem, each part in turn, figures, summary.
+"""The balance run: settings, problem, every flow as a task of the sweep layer, results,
+figures, summary.
 
-results.json is rewritten after every finished flow (so it only names files that exist);
-`finished_parts` lists the parts that are complete. `--resume DIR` skips those and reruns the
-others, the interrupted flow going on from its checkpoint.
+Each flow is a task of `experiments._sweep` (in-process with `--workers 0`, else on Dask),
+written as its own part (`part-<key>.json/.npz`) when it finishes. results.json is assembled
+from the parts after every finished task (so it only names files that exist) and once more at
+the end; `--resume DIR` skips the tasks whose parts exist and reruns the others, an
+interrupted flow going on from its checkpoint.
 """
-
-import json
-import os
 
 from tqdm.auto import tqdm
 
-from .. import _interrupt
+from .. import _interrupt, _sweep
 from .._files import versions, write_json
+from .._options import UsageError
 from .._run_folder import RunFolder
 from ._cli import settings
-from ._gd import _gd_part
-from ._homogeneous import _homogeneous_part
-from ._logistic import _logistic_part
-from ._problem import _Problem
+from ._problem import problem_for
 from ._report import _summary
-from ._squared import _squared_part
+from ._tasks import assemble, balance_task, balance_tasks
 
-_PART_FUNCTIONS = {
-    "logistic": _logistic_part,
-    "gd": _gd_part,
-    "squared": _squared_part,
-    "homogeneous": _homogeneous_part,
-}
-
-
-def _previous_results(folder: RunFolder) -> dict:
-    path = folder.file("results.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+_USAGE = "UsageError: "  # how the sweep reports a task's UsageError (bad settings)
 
 
 def run(args) -> int:
-    folder = RunFolder.choose("balance", args.out, args.resume)
-    if folder.resumed:
-        config = folder.stored_config()
-        s = config["settings"]
-    else:
-        s = settings(args)
-    problem = _Problem(s)
-    s["dims"] = problem.dims
-    _interrupt.watch(folder)
-    data = {
+    s = settings(args)
+    with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
+        return _run(args, s, sweep)
+
+
+def _data(problem, s) -> dict:
+    return {
         "source": "sklearn.datasets.load_digits (bundled)",
         "classes": s["classes"],
         "n_train": len(problem.y_np),
@@ -60,40 +42,79 @@ def run(args) -> int:
             **problem.svm.solver,
         },
     }
+
+
+def _run(args, s, sweep) -> int:
+    folder = RunFolder.choose("balance", args.out, args.resume)
+    if folder.resumed:
+        config = folder.stored_config()
+        s = config["settings"]
+        if "drift_solvers" not in s or "chatter_t1" not in s:
+            raise UsageError(
+                f"--resume {folder.path!r}: the run was made by an older gradflows whose "
+                "balance run had other parts; start a new run"
+            )
+    problem = problem_for(s)
+    s["dims"] = problem.dims
+    _interrupt.watch(folder)
     if not folder.resumed:
-        config = {"experiment": "balance", "settings": s, "data": data, "versions": versions()}
+        config = {
+            "experiment": "balance",
+            "settings": s,
+            "data": _data(problem, s),
+            "versions": versions(),
+        }
         folder.start(config)
-    results = {**config, "finished_parts": [], **_previous_results(folder), "complete": False}
     tqdm.write(
         f"digits {s['classes']}: {len(problem.y_np)} points, separable through the "
         f"origin, SVM margin {problem.svm.margin:.4g}; dims {problem.dims}; run folder "
-        f"{folder.path}"
+        f"{folder.path}; tasks: {sweep.describe()}"
     )
-    for part in s["parts"]:
-        if part in results["finished_parts"]:
-            continue
+    tasks, order = balance_tasks(s)
+    done = []
 
-        def record(value, part=part):  # after every flow: finished work survives interruption
-            results[part] = value
-            write_json(folder.file("results.json"), results)
-            folder.kept = _kept(results, s, partial=part)
-            _interrupt.check()
+    def on_result(result):  # results.json after every task: finished work is named on disk
+        if result.failed:
+            return
+        done.append(result)
+        folder.kept = f"{len(done)} of {len(tasks)} tasks finished"
+        write_json(folder.file("results.json"), {**config, **assemble(s, done), "complete": False})
 
-        _PART_FUNCTIONS[part](problem, s, folder.path, record)
-        results["finished_parts"].append(part)
-        folder.kept = _kept(results, s)
-    results["complete"] = True
-    write_json(folder.file("results.json"), results)
+    folder.kept = f"0 of {len(tasks)} tasks finished"
+    results = sweep.run(
+        balance_task,
+        tasks,
+        folder.path,
+        shared={"settings": s},
+        desc="balance",
+        check=_interrupt.check,
+        on_result=on_result,
+        order=order,
+    )
+    _interrupt.check()
+    failed = [r for r in results if r.failed]
+    for r in failed:  # bad settings found by a flow (budget, divergent η): one line, exit 2
+        if r.error.startswith(_USAGE):
+            raise UsageError(r.error[len(_USAGE) :])
+    out = {**config, **assemble(s, results), "sweep": _info(sweep, results)}
+    out["failed_tasks"] = [{"task": r.task, "reason": r.error} for r in failed]
+    out["complete"] = not failed
+    write_json(folder.file("results.json"), out)
     from ._plots import plot  # matplotlib only when drawing
 
     figures = plot(folder.path)
-    _summary(results, figures)
-    return 0
+    _summary(out, figures)
+    return 1 if failed else 0
 
 
-def _kept(results, s, partial=None) -> str:
-    done = results["finished_parts"]
-    text = f"{len(done)} of {len(s['parts'])} parts finished ({', '.join(done) or 'none'})"
-    if partial is not None and partial not in done:
-        text += f" and the finished flows of part {partial}"
-    return text
+def _info(sweep, results) -> dict:
+    """Where the tasks ran and how long they took (results.json's "sweep")."""
+    walls = [r.stats["wall_s"] for r in results if "wall_s" in r.stats]
+    return {
+        "backend": sweep.describe(),
+        "tasks": len(results),
+        "task_wall_s_total": sum(walls),
+        "critical_path_s": max(walls, default=0.0),
+        "parts": "part-<key>.json/.npz, key = experiments._sweep.task_key(task), task = "
+        "{'part': ..., and its settings}",
+    }

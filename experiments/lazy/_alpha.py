@@ -1,12 +1,19 @@
 """One α of the sweep: a task of `experiments._sweep` that runs `flows.lazy_comparison`."""
 
+import numpy as np
+
 import flows
 
 from .._options import solve_settings
 from ._inputs import build_model
 
 LOSS = flows.SquaredLoss("sum")  # R(y) = ½‖y − y*‖²: m = M = 1, κ = 1
-NON_SMOOTH = ("relu", "abs", "leaky_relu")  # Dh is not Lipschitz: no C0
+# Dh is not Lipschitz: no C0; lazy_comparison integrates these by flows.filippov_flow
+NON_SMOOTH = ("relu", "abs", "leaky_relu")
+KINK_STATS = ("events", "crossings", "sliding_entries", "sliding_exits", "pieces")
+# F_α below ½(PL_FLOOR·ε·‖y*‖)²/α² is round-off (r = αh − y* is computed to ~ε‖y*‖): μ is
+# undefined there (the same floor as the loss figure's, experiments/lazy/_plots.py)
+PL_FLOOR = 10
 SERIES = (
     "loss",
     "loss_linearized",
@@ -31,6 +38,39 @@ def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
     )
 
 
+def _pl(ts, res, y_norm) -> tuple[dict, dict]:
+    """inf_t μ(t) of both flows (record) and the parts of μ over time (arrays)."""
+    floor = 0.5 * (PL_FLOOR * np.finfo(np.float64).eps * y_norm / res.alpha) ** 2
+    record, arrays = {}, {}
+    for suffix, parts in (("", res.pl), ("_linearized", res.pl_linearized)):
+        mu = flows.pl_constant(parts, floor=floor)
+        defined = int(mu.count())
+        record["pl_inf" + suffix] = float(mu.min()) if defined else None
+        record["pl_inf_t" + suffix] = float(ts[int(mu.argmin())]) if defined else None
+        record["pl_undefined" + suffix] = len(ts) - defined
+        arrays["pl_grad_norm_sq" + suffix] = parts["grad_norm_sq"]
+        arrays["pl_gap" + suffix] = parts["gap"]
+    record["pl_floor"] = floor
+    if record["pl_inf"] is None:
+        record["pl_note"] = (
+            f"F_α <= {floor:.3g} (round-off) at every save time: μ is undefined everywhere"
+        )
+    return record, arrays
+
+
+def _kinks(stats) -> dict:
+    """The Filippov solve's event counts, or {} for a smooth activation."""
+    if "events" not in stats:
+        return {}
+    sliding = stats["sliding_at_ts"]
+    return {
+        **{k: stats[k] for k in KINK_STATS},
+        "sliding_at_end": sliding[-1],
+        "sliding_max": max(sliding),
+        "steps_linearized": stats["linearized"]["num_steps"],
+    }
+
+
 def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """Integrate one α = `task["alpha"]`; return its record and its arrays over time.
 
@@ -41,8 +81,10 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """
     s, ts, alpha = shared["settings"], shared["ts"], task["alpha"]
     model = build_model(s, shared["X"].shape[1])
-    remainder = flows.lazy_remainder_rule(alpha)
-    record = {"alpha": alpha, "form": "remainder" if remainder else "direct"}
+    kinked = s["activation"] in NON_SMOOTH
+    remainder = flows.lazy_remainder_rule(alpha) and not kinked
+    form = "Filippov + direct" if kinked else "remainder" if remainder else "direct"
+    record = {"alpha": alpha, "form": form}
     try:
         res = flows.lazy_comparison(
             model,
@@ -64,6 +106,8 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
         record.update(failed=True, reason=f"{type(e).__name__}: {e}")
         return record, None
     arrays = {k: getattr(res, k) for k in SERIES if getattr(res, k) is not None}
+    pl_record, pl_arrays = _pl(ts, res, float(np.linalg.norm(shared["Y"])))
+    arrays.update(pl_arrays)
     window = (1 - s["rate_window"]) * ts[-1]
     floor = 1e3 * s["rtol"] * res.residual[0]
     rate, rate_note = _rate(ts, res.residual, window, floor)
@@ -85,6 +129,8 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
         rate_linearized_note=rate_linearized_note,
         steps=res.stats["num_steps"],
         solvers=res.stats["solvers"],
+        **_kinks(res.stats),
+        **pl_record,
     )
     return record, {"ts": ts, **arrays}
 

@@ -67,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--activation",
         default=d["activation"],
-        help="gelu, tanh, softplus (smooth), relu, abs, leaky_relu (default gelu)",
+        help="gelu, tanh, softplus (smooth), relu, abs, leaky_relu (default gelu); the kinked "
+        "ones are integrated exactly by flows.filippov_flow (--depth 1, explicit --solver)",
     )
     g.add_argument(
         "--symmetrize",
@@ -169,4 +170,15 @@ def settings(args) -> dict:
     except ValueError as e:
         raise UsageError(f"--activation: {e}") from None
     solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
+    if s["activation"] in ("relu", "abs", "leaky_relu"):  # integrated by flows.filippov_flow
+        if s["depth"] != 1:
+            raise UsageError(
+                f"--depth: {s['activation']} nets are integrated by flows.filippov_flow, which "
+                f"supports one hidden layer (--depth 1), got {s['depth']}"
+            )
+        if s["solver"] not in ("auto", "tsit5", "dopri5", "dopri8"):
+            raise UsageError(
+                f"--solver: {s['activation']} nets are integrated by flows.filippov_flow, whose "
+                f"pieces need an explicit solver (auto, tsit5, dopri5, dopri8), got {s['solver']}"
+            )
     return s

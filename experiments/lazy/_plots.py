@@ -1,8 +1,9 @@
 """Figures of `gradflows run lazy`, drawn from what the run folder holds.
 
-`plot(folder)` reads `results.json` and `trajectories.npz` and writes four PNGs; it computes
-nothing new, so a figure can be redrawn without running the flows again. Each `draw_*`
-function returns the `Figure` (tests check it with `experiments._plotting.figure_problems`).
+`plot(folder)` reads `results.json` and `trajectories.npz` and writes five PNGs (the PL
+figure from `_plots_pl`); it computes nothing new, so a figure can be redrawn without running
+the flows again. Each `draw_*` function returns the `Figure` (tests check it with
+`experiments._plotting.figure_problems`).
 """
 
 import json
@@ -191,10 +192,12 @@ def draw_loss(res: dict, arr: dict, n_panels: int = 4) -> Figure:
         f"round-off floor of |R − R̄|/R̄ in float64: {FLOOR}ε‖y*‖/‖αh̄ − y*‖"
     ]
     P.figure_legend(fig, handles, labels, ncol=3)
+    rate = th.get("theorem_2_4_rate")
     fig.suptitle(
         f"Training loss, nonlinear vs linearised flow (Chizat et al. 2019); λ_min(Σ) = "
-        f"{th['lambda_min']:.3g}, Thm 2.4's loss rate mσ_min²/2 = {2 * th['theorem_2_4_rate']:.3g}"
-        f"\n{_subtitle(res)}",
+        f"{th['lambda_min']:.3g}"
+        + (f", Thm 2.4's loss rate mσ_min²/2 = {2 * rate:.3g}" if rate is not None else "")
+        + f"\n{_subtitle(res)}",
         fontsize=9,
     )
     return fig
@@ -268,7 +271,9 @@ def draw_heldout(res: dict) -> Figure | None:
 
 
 def plot(folder: str) -> list[str]:
-    """Draw the four figures of a lazy run folder; returns the paths written."""
+    """Draw the figures of a lazy run folder; returns the paths written."""
+    from ._plots_pl import draw_pl  # it reads _subtitle from here
+
     res, arr = _load(folder)
     if "alphas" not in arr or len(arr["alphas"]) == 0:
         return []
@@ -277,6 +282,7 @@ def plot(folder: str) -> list[str]:
         "loss.png": draw_loss(res, arr),
         "distance.png": draw_distance(res),
         "heldout.png": draw_heldout(res),
+        "pl.png": draw_pl(res, arr),
     }
     return [
         P.save_figure(fig, os.path.join(folder, name))

@@ -3,6 +3,8 @@
 import json
 import os
 
+from ._results import MIN_FIT_ALPHAS
+
 
 def _fmt(x, spec=".3e"):
     if x is None:
@@ -23,9 +25,11 @@ COLUMNS = (
     ("R(t1)", "final_loss", ".2e"),
     ("Rbar(t1)", "final_loss_linearized", ".2e"),
     ("rate", "rate", ".3f"),
+    ("inf mu", "pl_inf", ".4g"),
     ("Thm2.4 ok", "theorem_2_4_conditions_hold", ""),
     ("bound held", "theorem_2_4_bound_held", ""),
     ("steps", "steps", "d"),
+    ("kink evts", "events", "d"),
     ("time s", "wall_s", ".1f"),
 )
 
@@ -52,6 +56,7 @@ def print_summary(folder: str, figures) -> None:
         )
     )
     print(_late_rate(res, fits, th))
+    print(_pl(res, fits, th))
     print(_constants(th))
     drawn = ", ".join(os.path.basename(p) for p in figures) or "no figures (no α finished)"
     print(f"wrote {folder}/: results.json, trajectories.npz, {drawn}")
@@ -86,6 +91,31 @@ def _late_rate(res, fits, th) -> str:
     if th.get("theory_applies", True) and th["theorem_2_4_rate"] > 0:
         line += f" = {med / th['theorem_2_4_rate']:.3f} x the theorem's rate"
     return line
+
+
+def _pl(res, fits, th) -> str:
+    """inf_t μ(t) beside λ_min(Σ), and the slopes of their relative gap over α."""
+    runs = [r for r in res["runs"] if not r["failed"]]
+    if not any(r.get("pl_inf") is not None for r in runs):
+        return "PL: inf_t mu(t) undefined for every α (F_α at round-off)"
+    lines = [
+        f"PL: inf_t mu(t) = inf ‖∇F_α‖²/(2F_α) vs lambda_min(Sigma) = {th['lambda_min']:.4g}, "
+        "relative gap |lambda_min − inf mu|/lambda_min (mu = r'Σ(w)r/‖r‖², no power of α):",
+        "  "
+        + ", ".join(f"α={r['alpha']:.3g}: {_fmt(r.get('pl_relative_gap'), '.3g')}" for r in runs),
+    ]
+    if fits.get("pl_relative_gap_slope") is None:
+        lines.append(f"  slopes over α: not fitted (fewer than {MIN_FIT_ALPHAS} α)")
+    else:
+        lines.append(
+            f"  log-log slope over α: {fits['pl_relative_gap_slope']:+.3f}; of the nonlinear "
+            f"part |inf mu − inf mu_lin|/lambda_min: {_fmt(fits['pl_nonlinear_gap_slope'], '+.3f')}"
+        )
+    lines.append(
+        "  the linearised flow's own gap at this horizon (the α → ∞ limit): "
+        f"{_fmt(fits.get('pl_relative_gap_linearized'), '.3g')}"
+    )
+    return "\n".join(lines)
 
 
 def _constants(th) -> str:

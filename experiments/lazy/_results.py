@@ -22,6 +22,13 @@ LATE_ALPHA = 10.0  # the lazy regime of the late rate (README: "α ≥ 10")
 def _theory(constants, s, t1) -> dict:
     out = constants.summary()
     smooth = s["activation"] not in NON_SMOOTH
+    if not smooth:  # the constants exist as numbers but belong to a theorem that does not apply
+        why = (
+            f"Theorem 2.4 does not apply: {s['activation']} is not smooth, so Dh has no "
+            "Lipschitz constant (Chizat, Oyallon & Bach 2019 assume Dh locally Lipschitz)"
+        )
+        out["theorem_2_4_rate"] = None
+        out["unavailable"] = {k: why for k in ("C0", "alpha_min", "theorem_2_4_rate")}
     out.update(
         loss="R(y) = ½‖y − y*‖² (sum over the training outputs)",
         t1=t1,
@@ -84,28 +91,73 @@ RUN_KEYS = (  # the stable per-α schema of results.json, in this order
 )
 
 
+def _pl_fits(runs, lambda_min) -> dict:
+    """inf_t μ(t) against λ_min(Σ): the relative gap per α and its log-log slopes.
+
+    |λ_min − inf μ|/λ_min has two parts: the linear flow's own excess at the horizon
+    (μ̄(t) = r̄ᵀΣr̄/‖r̄‖² decreases to λ_min only as t → ∞; it does not depend on α, since
+    h(w0) = 0) and the nonlinear part |inf μ − inf μ̄|/λ_min, which vanishes as α → ∞."""
+    ok = [r for r in runs if not r["failed"] and r.get("pl_inf") is not None]
+    enough = len(ok) >= MIN_FIT_ALPHAS and lambda_min > 0
+    for r in ok:
+        if lambda_min > 0:
+            r["pl_relative_gap"] = abs(lambda_min - r["pl_inf"]) / lambda_min
+        if lambda_min > 0 and r.get("pl_inf_linearized") is not None:
+            r["pl_nonlinear_gap"] = abs(r["pl_inf"] - r["pl_inf_linearized"]) / lambda_min
+    alphas = [r["alpha"] for r in ok]
+    linear = [r["pl_inf_linearized"] for r in ok if r.get("pl_inf_linearized") is not None]
+
+    def slope(key):
+        pairs = [(r["alpha"], r[key]) for r in ok if r.get(key) is not None]
+        return flows.loglog_slope(*zip(*pairs)) if enough and len(pairs) >= 2 else None
+
+    return {
+        "pl_relative_gap_slope": slope("pl_relative_gap"),
+        "pl_nonlinear_gap_slope": slope("pl_nonlinear_gap"),
+        "pl_relative_gap_linearized": (
+            abs(float(np.median(linear)) - lambda_min) / lambda_min
+            if linear and lambda_min > 0
+            else None
+        ),
+        "pl_note": "μ(t) = ‖∇F_α‖²/(2F_α) = rᵀΣ(w)r/‖r‖² (F* = 0, r = αh(w) − y*): no power "
+        "of α, comparable with λ_min(Σ(w0)) as is. Slopes over the "
+        f"{len(alphas) if enough else 0} α with μ defined somewhere (at least "
+        f"{MIN_FIT_ALPHAS}); pl_relative_gap_linearized: the linear flow's "
+        "(inf_t μ̄ − λ_min)/λ_min at this horizon (the α → ∞ limit of the relative gap; it "
+        "falls to 0 only as t1 → ∞)",
+    }
+
+
 def write_results(folder, config, records, parts, constants, s, t1, sweep) -> None:
     """results.json and trajectories.npz from the records and the arrays (`parts`) of every α;
     `sweep` describes where the tasks ran."""
     runs, series = [], {}
+    smooth = s["activation"] not in NON_SMOOTH
     for rec, part in zip(records, parts):
         alpha = rec["alpha"]
         extra = {
-            "theorem_2_4_rate": constants.theorem_2_4_rate,
+            "theorem_2_4_rate": constants.theorem_2_4_rate if smooth else None,
             "symmetrize": s["symmetrize"],
             "theorem_2_2_bound": flows.theorem_2_2_bound(
                 alpha,
                 t1,
                 float(LOSS(alpha * constants.h0, constants.y_star)),  # R(αh(w0))
             ),
-            "theorem_2_4_conditions_hold": constants.theorem_2_4_conditions(alpha),
+            "theorem_2_4_conditions_hold": constants.theorem_2_4_conditions(alpha)
+            if smooth
+            else None,
         }
         if not rec["failed"]:
             arrays = dict(part)
-            arrays["theorem_2_4_bound"] = flows.theorem_2_4_bound(arrays["ts"], alpha, constants)
+            if smooth:
+                arrays["theorem_2_4_bound"] = flows.theorem_2_4_bound(
+                    arrays["ts"], alpha, constants
+                )
             # measured: ‖αh(w_α(t)) − y*‖ ≤ bound at every save time (1e-9: round-off at t = 0)
-            extra["theorem_2_4_bound_held"] = bool(
-                np.all(arrays["residual"] <= arrays["theorem_2_4_bound"] * (1 + 1e-9))
+            extra["theorem_2_4_bound_held"] = (
+                bool(np.all(arrays["residual"] <= arrays["theorem_2_4_bound"] * (1 + 1e-9)))
+                if smooth
+                else None
             )
             for key, value in arrays.items():
                 series.setdefault(key, []).append(value)
@@ -118,7 +170,10 @@ def write_results(folder, config, records, parts, constants, s, t1, sweep) -> No
         "config": config,
         "versions": versions(),
         "runs": runs,
-        "fits": _fits(runs, heldout=config["n_test"] > 0),
+        "fits": {
+            **_fits(runs, heldout=config["n_test"] > 0),
+            **_pl_fits(runs, constants.lambda_min),
+        },
         "theory": _theory(constants, s, t1),
         "sweep": sweep,
         "complete": True,

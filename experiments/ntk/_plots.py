@@ -5,65 +5,75 @@ import os
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-from .._files import write_figure
+from .. import _plotting as P
 from ._design import key
-from ._report import REFERENCE
+from ._report import REFERENCE, settle_depth
 
 FIGURES = ("error_vs_width", "condition_vs_depth")
 COLORS = {"constant": "tab:blue", "quadratic": "tab:orange"}
+LABELS = {"constant": "m_k = m", "quadratic": "m_k = k²·m"}
+SETTLE = "settle"  # gid of the markers where cond(K∞) settles (measured, not theory)
 
 
 def _error_figure(arrays, config) -> Figure:
     datasets, acts, schemes = config["datasets"], list(config["activations"]), config["schemes"]
     widths = arrays["widths"]
-    fig = Figure(figsize=(4.2 * len(acts), 3.6 * len(datasets)), layout="constrained")
+    fig = P.new_figure(4.2 * len(acts), 3.4 * len(datasets) + 0.6)
     axes = fig.subplots(len(datasets), len(acts), squeeze=False, sharex=True)
     for r, data in enumerate(datasets):
         for c, act in enumerate(acts):
             ax = axes[r, c]
-            top = 0.0
+            means = []
             for scheme in schemes:
                 err = arrays[key("errors", data, act, scheme)]
                 color = COLORS.get(scheme, "k")
                 ax.plot(np.repeat(widths, err.shape[1]), err.ravel(), ".", color=color,
-                        alpha=0.25, markersize=3)  # fmt: skip
-                label = "m_k = m" if scheme == "constant" else "m_k = k²·m"
-                ax.plot(widths, err.mean(axis=1), "o-", color=color, label=f"{label} (mean)")
-                top = max(top, err.mean(axis=1)[0])
-            # the claim's slope, drawn through 2× the largest first mean: offset, not fitted
-            ref = 2 * top * (widths / widths[0]) ** -0.5
-            ax.plot(widths, ref, "k--", lw=1, label=f"m^(−1/2) ({REFERENCE})")
+                        alpha=0.25, markersize=3, label=f"{LABELS[scheme]}, each seed")  # fmt: skip
+                ax.plot(widths, err.mean(axis=1), "o-", color=color,
+                        label=f"{LABELS[scheme]}, mean over seeds")  # fmt: skip
+                means.append(err.mean(axis=1))
+            # the claim's slope, offset a decade above every mean: compared by slope, not fitted
+            P.reference_slope(ax, widths, means, -0.5, side="above",
+                              label=f"slope −1/2: {REFERENCE} (not fitted)")  # fmt: skip
+            P.log_axis(ax, "y")
             ax.set_xscale("log")
-            ax.set_yscale("log")
             ax.set_xticks(widths, [str(m) for m in widths])
             ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.set_xlabel("base width m")
-            ax.set_ylabel("‖K_m − K∞‖₂ / ‖K∞‖₂")
+            ax.set_xlabel("base width m (dimensionless)")
+            ax.set_ylabel("‖K_m − K∞‖₂ / ‖K∞‖₂ (relative)")
             a, b = config["activations"][act]
             ax.set_title(f"{data}, {act} (a={a:g}, b={b:g}), depth {config['depth']}")
-            ax.legend(fontsize=7, loc="lower left")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    P.figure_legend(fig, handles, labels, ncol=len(labels))
     return fig
 
 
 def _condition_figure(arrays, config) -> Figure:
     datasets = config["datasets"]
     depths = arrays["depths"]
-    fig = Figure(figsize=(5 * len(datasets), 3.8), layout="constrained")
+    fig = P.new_figure(5 * len(datasets), 4.2)
     axes = fig.subplots(1, len(datasets), squeeze=False)[0]
     for ax, data in zip(axes, datasets):
         for act, (a, b) in config["activations"].items():
             lo, hi = arrays[key("lambda", data, act)]
             cond = np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), np.nan)  # gaps where singular
             delta = b * b / (a * a + b * b)
-            ax.plot(depths, cond, "o-", markersize=3, label=f"{act} (Δ_φ = {delta:.2f})")
+            (line,) = ax.plot(depths, cond, "o-", markersize=3, label=f"{act} (Δ_φ = {delta:.2f})")
+            settled = settle_depth(depths, cond) if np.isfinite(cond).all() else None
+            if settled is not None:  # where it settles: within 10% of its deepest value
+                i = int(np.flatnonzero(depths == settled)[0])
+                ax.plot(settled, cond[i], "s", color=line.get_color(), markersize=9,
+                        markerfacecolor="none", gid=SETTLE)  # fmt: skip
+        ax.plot([], [], "ks", markerfacecolor="none", label="settles (within 10% of depth max)")
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.set_xlabel("depth L (hidden layers)")
-        ax.set_ylabel("cond(K∞) = λ_max / λ_min")
+        ax.set_ylabel("cond(K∞) = λ_max / λ_min (dimensionless)")
         ax.set_title(f"{data}: infinite-width NTK at the edge of chaos")
-        ax.legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    P.figure_legend(fig, handles, labels, ncol=len(labels))
     return fig
 
 
@@ -77,6 +87,6 @@ def plot(folder: str) -> list[str]:
     written = []
     for name, draw in zip(FIGURES, (_error_figure, _condition_figure)):
         path = os.path.join(folder, f"{name}.{config['format']}")
-        write_figure(path, draw(arrays, config), dpi=130)
+        P.save_figure(draw(arrays, config), path)
         written.append(path)
     return written

@@ -14,7 +14,7 @@ TINY = {
     "lazy": ["--width", "4", "--n-train", "6", "--n-test", "0", "--t1", "0.1", "--n-times", "4",
              "--alphas", "10", "--no-progress", "--workers", "0"],
     "balance": ["--parts", "gd", "--n-train", "20", "--hidden", "3,2", "--etas", "0.2,0.1",
-                "--gd-t1", "2", "--n-save", "4"],
+                "--gd-t1", "2", "--n-save", "4", "--workers", "0"],
     "portrait": ["--figures", "seed", "--grid", "5"],
     "ntk": ["--widths", "2,4", "--seeds", "2", "--depth", "1", "--n", "4", "--cond-depth", "2",
             "--no-progress"],

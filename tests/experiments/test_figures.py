@@ -12,6 +12,7 @@ import pytest
 from experiments import _plotting as P
 from experiments.balance import _plots as balance_plots
 from experiments.lazy import _plots as lazy_plots
+from experiments.lazy._plots_pl import draw_pl
 
 ALPHAS = np.logspace(0, 6, 7)
 WOBBLE = 1 + 0.05 * np.cos(np.arange(7.0))  # measured gaps are not exact power laws
@@ -58,6 +59,9 @@ def _lazy_run(symmetrize):
     ts = np.concatenate([[0.0], np.logspace(-4, np.log10(4.0), 80)])
     loss_lin = np.broadcast_to(50 * np.exp(-2 * 2.7 * ts), (len(ALPHAS), len(ts)))
     loss = loss_lin * (1 + 0.5 * ALPHAS[:, None] ** -2.0 * (1 - np.exp(-ts)))
+    # PL parts: μ̄(t) falls from 40 to λ_min = 2.7 (a Rayleigh quotient of Σ), μ = μ̄(1 + α⁻²)
+    mu_bar = 2.7 + 37.3 * np.exp(-3 * ts)
+    gap = loss / ALPHAS[:, None] ** 2
     arr = {
         "ts": ts,
         "alphas": ALPHAS,
@@ -65,6 +69,10 @@ def _lazy_run(symmetrize):
         "loss_linearized": loss_lin,
         "residual_linearized": np.sqrt(2 * loss_lin),
         "theorem_2_4_bound": np.broadcast_to(10 * np.exp(-0.69 * ts), loss.shape),
+        "pl_gap": gap,
+        "pl_grad_norm_sq": 2 * gap * mu_bar * (1 + ALPHAS[:, None] ** -2.0),
+        "pl_gap_linearized": gap,
+        "pl_grad_norm_sq_linearized": 2 * gap * mu_bar,
     }
     return res, arr
 
@@ -77,8 +85,22 @@ def test_lazy_figures_pass_the_checks(symmetrize):
         lazy_plots.draw_loss(res, arr),
         lazy_plots.draw_distance(res),
         lazy_plots.draw_heldout(res),
+        draw_pl(res, arr),
     ):
         assert P.figure_problems(draw) == []
+
+
+def test_pl_figure_has_one_curve_per_alpha_and_lambda_min_at_its_height():
+    res, arr = _lazy_run("doubled")
+    (ax,) = draw_pl(res, arr).axes
+    data = [line for line in ax.get_lines() if line.get_gid() is None]
+    assert len(data) == len(ALPHAS) + 1  # μ(t) per α and the linearised flow's μ̄(t)
+    late = arr["ts"] > 0
+    mu_1 = arr["pl_grad_norm_sq"][0][late] / (2 * arr["pl_gap"][0][late])
+    np.testing.assert_allclose(data[0].get_ydata(), mu_1, rtol=1e-12)
+    (lam,) = [line for line in ax.get_lines() if line.get_gid() == P.BOUND]
+    assert set(lam.get_ydata()) == {2.7} and "λ_min" in lam.get_label()
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
 
 
 @pytest.mark.parametrize("symmetrize", ["doubled", "centred"])
@@ -111,7 +133,7 @@ def test_gaps_reference_slopes_lie_below_every_series_by_the_offset(symmetrize):
 
 def test_non_smooth_runs_draw_no_theory():
     res, arr = _lazy_run("doubled")
-    res["theory"].update(expected_slopes=None, theory_applies=False)
+    res["theory"].update(expected_slopes=None, theory_applies=False, theorem_2_4_rate=None)
     for fig in (
         lazy_plots.draw_gaps(res),
         lazy_plots.draw_loss(res, arr),

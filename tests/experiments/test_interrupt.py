@@ -22,7 +22,8 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
               "10", "--alphas", "1,3,10,30,100,300", "--no-progress", "--workers", "0"],
              f"part-{task_key({'alpha': 1.0})}.json"),  # Dask: tests/experiments/test_lazy_sweep.py
     "balance": (["--parts", "gd,squared", "--n-train", "40", "--hidden", "4,3", "--etas",
-                 "0.2,0.1", "--gd-t1", "4", "--squared-t1", "10", "--n-save", "10"],
+                 "0.2,0.1", "--gd-t1", "4", "--squared-t1", "10", "--n-save", "10", "--workers",
+                 "0"],
                 "results.json"),
     "portrait": (["--grid", "9", "--field-grid", "7", "--alphas", "1,10", "--gd-steps", "4"],
                  "seed.npz"),

@@ -42,6 +42,10 @@ SCHEMA_FITS = {
     "late_rate_median",
     "late_rate_alphas",
     "late_rate_note",
+    "pl_relative_gap_slope",
+    "pl_nonlinear_gap_slope",
+    "pl_relative_gap_linearized",
+    "pl_note",
 }
 
 
@@ -240,17 +244,58 @@ def test_resume_refuses_changed_data(tmp_path, capsys):
     assert len(err) == 1 and "data differ" in err[0]
 
 
+def _numbers(tree):
+    """Every number in a JSON tree."""
+    if isinstance(tree, dict):
+        return [x for v in tree.values() for x in _numbers(v)]
+    if isinstance(tree, list):
+        return [x for v in tree for x in _numbers(v)]
+    return [tree] if isinstance(tree, float) else []
+
+
 @pytest.mark.slow
-def test_a_relu_sweep_with_two_finished_alphas_fits_no_slope_and_draws_no_theory(tmp_path):
+def test_a_relu_sweep_finishes_by_filippov_counts_kinks_and_writes_no_nan(tmp_path, capsys):
     out = tmp_path / "relu"
-    argv = [*TINY, "--activation", "relu", "--alphas", "10,100", "--max-steps", "20000"]
-    code = cli("run", "lazy", *argv, "--out", out)
-    res = _results(out)
-    assert code in (0, 1)  # 1: an α ran out of steps at a kink (recorded, with its reason)
-    th = res["theory"]
+    argv = [*TINY, "--activation", "relu", "--alphas", "1,10,100"]
+    assert cli("run", "lazy", *argv, "--out", out) == 0
+    printed = capsys.readouterr().out
+    with open(os.path.join(out, "results.json")) as f:
+        text = f.read()
+    assert "NaN" not in text and "Infinity" not in text
+    res = json.loads(text)
+    assert all(np.isfinite(_numbers(res)))
+    th, fits, runs = res["theory"], res["fits"], res["runs"]
     assert th["theory_applies"] is False and th["expected_slopes"] is None
-    assert res["fits"]["weight_gap_slope"] is None and res["fits"]["n_alphas_fitted"] == 0
-    assert "a slope needs at least 3" in res["fits"]["fit_note"]
+    assert th["theorem_2_4_rate"] is None and th["C0"] is None and th["alpha_min"] is None
+    for name in ("C0", "alpha_min", "theorem_2_4_rate"):
+        assert "not smooth" in th["unavailable"][name]
+    assert "Thm 2.4: not applicable" in printed and "PL: inf_t mu(t)" in printed
+    # measured on this run: 22, 7, 3 kink events (α = 1, 10, 100)
+    events = [r["events"] for r in runs]
+    assert events[0] >= 3 and events == sorted(events, reverse=True)
+    for r in runs:
+        assert r["form"] == "Filippov + direct" and r["failed"] is False
+        # one event may settle several surfaces: measured 22 events, 17 + 4 + 3 at α = 1
+        assert 0 < r["events"] <= r["crossings"] + r["sliding_entries"] + r["sliding_exits"]
+        assert r["theorem_2_4_conditions_hold"] is None and r["theorem_2_4_rate"] is None
+        assert r["pl_inf"] >= 0.5 * th["lambda_min"]  # measured inf μ / λ_min ≥ 0.906
+    with np.load(os.path.join(out, "trajectories.npz")) as npz:
+        assert np.all(npz["weight_gap"][:, 0] == 0.0) and np.all(npz["output_gap"][:, 0] == 0.0)
+    # the gaps fall with α even across kinks: measured slope −1.43 (weight), −0.37 (output);
+    # no slope is predicted for a non-smooth h, so only the sign is checked (10× margin: −0.14)
+    assert fits["weight_gap_slope"] < -0.14 and fits["n_alphas_fitted"] == 3
+    assert fits["pl_relative_gap_slope"] is not None
+    assert os.path.getsize(os.path.join(out, "pl.png")) > 10_000
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [(["--depth", "2"], "--depth"), (["--solver", "kvaerno5"], "--solver")],
+)
+def test_a_relu_net_filippov_cannot_integrate_is_a_usage_error(argv, named, tmp_path, capsys):
+    assert main(["run", "lazy", "--activation", "relu", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and named in err and "filippov_flow" in err
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from jax.flatten_util import ravel_pytree
 
 import flows
 import models
-from flows._exprb import ExpRosenbrock32
+from flows import ExpRosenbrock32
 
 
 def _solver(rtol=1e-10, atol=1e-12):

@@ -1,5 +1,6 @@
 """Balancedness C_k = W_kW_kᵀ − W_{k+1}ᵀW_{k+1} under the logistic-loss gradient flow of a deep
-linear network, to t = 10⁶ (REFERENCE.md §2), and what exact balance implies."""
+linear network, to t = 10⁶ (Du, Hu & Lee 2018, Thm 2.1; Arora, Cohen & Hazan 2018), and what
+exact balance implies."""
 
 import jax
 import jax.numpy as jnp

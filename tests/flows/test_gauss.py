@@ -12,7 +12,7 @@ import scipy.linalg
 import flows
 import flows._integrate
 import models
-from flows._gauss import GaussLegendre, gauss_legendre_tableau
+from flows import GaussLegendre, gauss_legendre_tableau
 
 # ---------------------------------------------------------------- tableaux and orders
 

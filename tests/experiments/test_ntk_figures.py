@@ -1,0 +1,84 @@
+"""The NTK figures pass the shared checks and show their claim: the slope −½ of the claim as an
+offset reference (never through the data), and where cond(K∞) settles marked per activation.
+
+Drawn from a small synthetic run folder: the plots read only what a run saved."""
+
+import json
+
+import numpy as np
+
+from experiments import _plotting as P
+from experiments.ntk import _plots as ntk_plots
+from experiments.ntk._design import key
+from experiments.ntk._report import settle_depth
+
+WIDTHS = np.array([16, 32, 64, 128])
+DEPTHS = np.array([1, 2, 4, 8, 16, 32, 64])
+ACTIVATIONS = {"relu": [0.5, 0.5], "abs": [0.0, 1.0]}
+
+
+def _folder(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = {"widths": WIDTHS, "depths": DEPTHS}
+    for data in ("digits", "gaussian"):
+        for i, act in enumerate(ACTIVATIONS):
+            for scheme, scale in (("constant", 2.0), ("quadratic", 1.0)):
+                mean = scale * WIDTHS**-0.5
+                arrays[key("errors", data, act, scheme)] = mean[:, None] * rng.uniform(
+                    0.6, 1.4, (len(WIDTHS), 10)
+                )
+            cond = 12 + (30 + 5 * i) * np.exp(-DEPTHS / (8 + 8 * i))
+            arrays[key("lambda", data, act)] = np.stack([np.ones_like(cond), cond])
+    np.savez(tmp_path / "arrays.npz", **arrays)
+    config = {
+        "datasets": ["digits", "gaussian"],
+        "activations": ACTIVATIONS,
+        "schemes": ["constant", "quadratic"],
+        "depth": 3,
+        "format": "png",
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return arrays, config
+
+
+def test_ntk_figures_pass_the_checks_and_write_both_files(tmp_path):
+    arrays, config = _folder(tmp_path)
+    assert [p.rsplit("/", 1)[-1] for p in ntk_plots.plot(str(tmp_path))] == [
+        "error_vs_width.png",
+        "condition_vs_depth.png",
+    ]
+    for fig in (
+        ntk_plots._error_figure(arrays, config),
+        ntk_plots._condition_figure(arrays, config),
+    ):
+        assert P.figure_problems(fig) == []
+
+
+def test_reference_slope_is_minus_one_half_and_a_decade_above_every_mean(tmp_path):
+    arrays, config = _folder(tmp_path)
+    fig = ntk_plots._error_figure(arrays, config)
+    for ax in fig.axes[:4]:
+        (ref,) = [line for line in ax.get_lines() if line.get_gid() == P.REFERENCE]
+        x, y = ref.get_data()
+        slope = np.polyfit(np.log(x), np.log(y), 1)[0]
+        assert abs(slope + 0.5) < 1e-9  # a power law drawn exactly (measured ~1e-15)
+        means = [line for line in ax.get_lines() if line.get_marker() == "o"]
+        assert len(means) == 2
+        for line in means:
+            mx, my = line.get_data()
+            above = np.log10(np.interp(mx, x, y)) - np.log10(my)
+            assert above.min() >= 1.0 - 1e-9  # one decade (the helper's offset), never fitted
+
+
+def test_settle_depth_is_marked_where_the_rule_puts_it(tmp_path):
+    arrays, config = _folder(tmp_path)
+    fig = ntk_plots._condition_figure(arrays, config)
+    ax = fig.axes[0]
+    marks = sorted(
+        int(line.get_xdata()[0]) for line in ax.get_lines() if line.get_gid() == ntk_plots.SETTLE
+    )
+    expected = sorted(
+        settle_depth(DEPTHS, arrays[key("lambda", "digits", act)][1]) for act in ACTIVATIONS
+    )
+    assert marks == expected and all(m in DEPTHS for m in marks)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
