@@ -19,11 +19,11 @@ import numpy as np
 import optimistix as optx
 from tqdm.auto import tqdm
 
+from ._checkpoint import atomic_savez
 from ._checks import check_finite, check_positive, check_ts
 from ._controller import step_memory_pid
 from ._failures import MaxStepsReached
 from ._flow import Trajectory
-from ._integrate import _atomic_savez
 from ._kinks import two_layer_form
 from ._losses import SquaredLoss, get_loss
 from ._pieces import Counts, Pieces, check_chatter, rhs
@@ -295,7 +295,7 @@ def _check_data(data, d):
 
 def _write(path, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at):
     c = pieces.counts
-    _atomic_savez(
+    atomic_savez(
         path,
         ts=ts,
         t=t,

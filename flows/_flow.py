@@ -138,13 +138,17 @@ def gradient_flow(
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
     - `settings`: a `SolveSettings` (solver, rtol, atol, max_steps, chunks, stiff_steps,
-      stiff_horizon); default `SolveSettings()`. **Rule of `solver="auto"`:** estimate
-      ρ = λ_max of the Hessian at `params0` (20 power iterations of Hessian-vector products);
-      if ρ·t1 > `stiff_horizon` (an explicit solver would need over ~ρ·t1/3.3 steps near a
-      minimum of that curvature), use Kvaerno5 with Newton–GMRES throughout. Otherwise use
-      Tsit5, and from the first chunk that needs more than `stiff_steps` steps go on with
-      Kvaerno5 from the time reached. Stiff squared-loss flows thus reach t = 10⁶ in ~10²
-      steps; non-stiff ones stay explicit. `max_steps` bounds the steps of the whole solve.
+      stiff_tests, explicit_tests); default `SolveSettings()`. **Rule of `solver="auto"`:**
+      start with Tsit5 and test stiffness along the path, after every chunk and at most
+      every `stiff_steps` steps: h·λ̂, h the step the controller proposes next and λ̂ the
+      Hessian's λ_max by 8 Lanczos Hessian-vector products warm-started from the last
+      test, against Tsit5's stability boundary 3.5. After `stiff_tests` tests in a row with
+      h·λ̂ ≥ 0.8·3.5 (Tsit5 held by stability) go on with Kvaerno5 (Newton–GMRES) from the
+      time reached; after `explicit_tests` tests in a row with h·λ̂ < 0.5·3.5 (Tsit5 could
+      take Kvaerno5's step) go back to Tsit5. `stats["switches"]` lists every switch (time,
+      solver, h·λ̂). Stiff squared-loss flows thus reach t = 10⁶ in a few hundred steps;
+      logistic flows, whose Hessian decays like 1/t, stay explicit. `max_steps` bounds the
+      steps of the whole solve.
       The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
       quadratic invariants such as balancedness to round-off at any rtol; they step onto
       every save time, so `chunks` is ignored for them.

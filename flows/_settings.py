@@ -10,7 +10,7 @@ from ._solvers import GMRES_MAX_ITERS, NAMES
 _MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps
 
 
-def _number(name: str, value, kind, allow_inf: bool = False):
+def _number(name: str, value, kind):
     """`value` as a finite float (or an int when `kind is int`), or a ValueError naming it."""
     try:
         if isinstance(value, (bool, str)):
@@ -18,7 +18,7 @@ def _number(name: str, value, kind, allow_inf: bool = False):
         number = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if math.isnan(number) or (math.isinf(number) and not allow_inf):
+    if math.isnan(number) or math.isinf(number):
         raise ValueError(f"{name} must be finite, got {number}")
     if kind is int:
         if number != int(number):
@@ -45,11 +45,15 @@ class SolveSettings:
       few units of its resolution 2.2e-16 per step. atol ≥ 0, in the state's units.
     - `max_steps`: budget of solver steps (accepted + rejected) for the whole solve, ≥ 1.
     - `chunks`: number of diffrax calls the horizon is split into (progress, checkpoints,
-      the stiffness switch), ≥ 1.
-    - `stiff_steps`: with `solver="auto"`, the explicit trial gives way to Kvaerno5 in the
-      first chunk that needs more than this many steps, ≥ 1.
-    - `stiff_horizon`: with `solver="auto"`, start implicit when ρ·t1 exceeds it (ρ the
-      Hessian's λ_max at the start), > 0; `inf` never starts implicit.
+      stiffness tests), ≥ 1.
+    - `stiff_steps`: with `solver="auto"`, the most solver steps between two stiffness tests
+      (tests are 10 steps apart near the stability boundary and spread out, doubling, up to
+      this while the flow is far from it), ≥ 1.
+    - `stiff_tests`: with `solver="auto"`, switch from Tsit5 to Kvaerno5 after this many
+      positive stiffness tests in a row (h·λ̂ ≥ 0.8 × Tsit5's stability boundary 3.5, h the
+      step Tsit5's controller proposes, λ̂ the Hessian's λ_max by Lanczos), ≥ 1.
+    - `explicit_tests`: with `solver="auto"`, switch back to Tsit5 after this many negative
+      tests in a row (h·λ̂ < 0.5 × 3.5, h the step Kvaerno5's controller proposes), ≥ 1.
     - `gmres_max_iters`: cap on the Hessian-vector products of each GMRES solve inside the
       implicit solver's Newton iterations (rounded up to restart cycles of 10), ≥ 1. A solve
       that exhausts it rejects the step, so `max_steps` and this cap bound the total work:
@@ -64,8 +68,9 @@ class SolveSettings:
     atol: float = 1e-12
     max_steps: int = 200_000
     chunks: int = 20
-    stiff_steps: int = 200
-    stiff_horizon: float = 1e4
+    stiff_steps: int = 50
+    stiff_tests: int = 2
+    explicit_tests: int = 2
     gmres_max_iters: int = GMRES_MAX_ITERS
 
     def __post_init__(self):
@@ -77,8 +82,9 @@ class SolveSettings:
             "max_steps": _number("max_steps", self.max_steps, int),
             "chunks": _number("chunks", self.chunks, int),
             "stiff_steps": _number("stiff_steps", self.stiff_steps, int),
+            "stiff_tests": _number("stiff_tests", self.stiff_tests, int),
+            "explicit_tests": _number("explicit_tests", self.explicit_tests, int),
             "gmres_max_iters": _number("gmres_max_iters", self.gmres_max_iters, int),
-            "stiff_horizon": _number("stiff_horizon", self.stiff_horizon, float, allow_inf=True),
         }
         if not _MIN_RTOL <= checked["rtol"] < 1:
             raise ValueError(
@@ -87,11 +93,16 @@ class SolveSettings:
             )
         if checked["atol"] < 0:
             raise ValueError(f"atol must be >= 0, got {checked['atol']:g}")
-        for name in ("max_steps", "chunks", "stiff_steps", "gmres_max_iters"):
+        for name in (
+            "max_steps",
+            "chunks",
+            "stiff_steps",
+            "stiff_tests",
+            "explicit_tests",
+            "gmres_max_iters",
+        ):
             if checked[name] < 1:
                 raise ValueError(f"{name} must be >= 1, got {checked[name]}")
-        if checked["stiff_horizon"] <= 0:
-            raise ValueError(f"stiff_horizon must be > 0, got {checked['stiff_horizon']:g}")
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 

@@ -15,12 +15,19 @@ class SolveStats:
       implicit solvers and for gradient descent; for explicit solvers computed as (new stages
       per step) × steps + 2 per initial step selection, within 1% of an exact count (Tsit5: 6
       new stages per step, first-same-as-last).
-    - `jvp_evals`: Jacobian-vector products (Hessian-vector products) of Newton–GMRES, each
-      costing about 2 gradients; 0 for explicit solvers and gradient descent.
+    - `jvp_evals`: Jacobian-vector products (Hessian-vector products) of Newton–GMRES, of
+      exprb32's Krylov spaces and of the stiffness tests of `solver="auto"`, each costing
+      about 2 gradients; 0 for explicit solvers and gradient descent.
     - `chunks`: diffrax calls completed (gradient descent: save times recorded).
     - `solvers`: the solvers used, in order ("gradient_descent" for gradient descent).
-    - `switched_to_implicit_at`: flow time where `solver="auto"` went implicit, or None.
-    - `stiffness`: ρ·t1 estimated by `solver="auto"`, or None.
+    - `switched_to_implicit_at`: flow time where `solver="auto"` first went implicit, or None.
+    - `switches`: every switch of `solver="auto"`, in order, as `{"t": flow time, "to":
+      solver, "h_lambda": h·λ̂ of the deciding test}` (h the proposed step, λ̂ the Hessian's
+      λ_max by Lanczos); empty for a fixed solver.
+    - `stiffness_tests`: the stiffness tests `solver="auto"` made (8 Hessian-vector products
+      each, counted in `jvp_evals`); 0 for a fixed solver.
+    - `stiffness`: λ̂·t1 at the start, recorded by `solver="auto"` (it decides nothing), or
+      None.
     - `result`: "successful".
     - `newton_residual`: the largest relative residual of the stage equations over the
       accepted steps of a Gauss–Legendre solver (None for other solvers).
@@ -34,6 +41,8 @@ class SolveStats:
     chunks: int = 0
     solvers: list = dataclasses.field(default_factory=list)
     switched_to_implicit_at: float | None = None
+    switches: list = dataclasses.field(default_factory=list)
+    stiffness_tests: int = 0
     stiffness: float | None = None
     result: str = "successful"
     newton_residual: float | None = None

@@ -34,7 +34,8 @@ def quadratic(p):
         (dict(max_steps=True), "max_steps"),
         (dict(chunks=0), "chunks"),
         (dict(stiff_steps=0), "stiff_steps"),
-        (dict(stiff_horizon=0.0), "stiff_horizon"),
+        (dict(stiff_tests=0), "stiff_tests"),
+        (dict(explicit_tests=0), "explicit_tests"),
     ],
 )
 def test_constructor_and_replace_refuse_a_bad_field_by_name(changes, field):

@@ -1,6 +1,6 @@
 """The long squared-loss flow of a deep linear network is stiff near its minimum:
-`solver="auto"` detects it (ρ·t1 above `stiff_horizon`) and finishes with the implicit
-Kvaerno5 within a stated budget."""
+`solver="auto"` detects it along the path (h·λ̂ at Tsit5's stability boundary) and
+finishes with the implicit Kvaerno5 within a stated budget."""
 
 import jax
 import jax.numpy as jnp

@@ -1,0 +1,80 @@
+"""Counting vector-field evaluations and Jacobian-vector products, per solve.
+
+Each solve opens a `Counter`; its id travels into the compiled solve as a traced integer, so
+that every solve reuses one compilation and still counts only its own evaluations (no module-
+wide totals to difference)."""
+
+import itertools
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+_COUNTS: dict[int, list[int]] = {}  # id -> [evaluations, Jacobian-vector products]
+_IDS = itertools.count()
+
+
+def _tick(cid):
+    _COUNTS[int(cid)][0] += 1
+
+
+def _tick_jvp(cid, _):
+    _COUNTS[int(cid)][1] += 1
+
+
+@jax.custom_jvp
+def _count_jvps(y, cid):
+    return y
+
+
+@_count_jvps.defjvp
+def _count_jvps_rule(primals, tangents):
+    (y, cid), (dy, _) = primals, tangents
+    # The callback takes a tangent value, so it stays in the linear part: under
+    # `jax.linearize` (Newton's or Krylov's Jacobian operator) it runs once per product.
+    jax.debug.callback(_tick_jvp, cid, jnp.ravel(jax.tree.leaves(dy)[0])[0])
+    return y, dy
+
+
+class Counter:
+    """The counts of one solve: `evals` (vector-field evaluations) and `jvps`
+    (Jacobian-vector products through the field). Use as a context manager."""
+
+    def __init__(self):
+        self.id = next(_IDS)
+        _COUNTS[self.id] = [0, 0]
+
+    def wrap(self, field: Callable, count: bool) -> "CountedField":
+        return CountedField(field, jnp.asarray(self.id, jnp.int32), count)
+
+    @property
+    def evals(self) -> int:
+        jax.effects_barrier()
+        return _COUNTS[self.id][0]
+
+    @property
+    def jvps(self) -> int:
+        jax.effects_barrier()
+        return _COUNTS[self.id][1]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _COUNTS.pop(self.id, None)
+
+
+class CountedField(eqx.Module):
+    """Wraps a vector field; with `count=True` each evaluation, and each Jacobian-vector
+    product through it, ticks the counter `cid`."""
+
+    field: Callable
+    cid: jax.Array
+    count: bool = eqx.field(static=True)
+
+    def __call__(self, t, y, args):
+        if self.count:
+            jax.debug.callback(_tick, self.cid)
+            y = jax.tree.map(lambda leaf: _count_jvps(leaf, self.cid), y)
+        return self.field(t, y, args)
