@@ -42,14 +42,18 @@ def add_list(group, name: str, *, default, help: str, metavar: str | None = None
     group.add_argument(name, nargs="+", default=default, metavar=metavar, help=help)
 
 
-def parse_list(name: str, values, kind=float, *, positive=False, count=None) -> list:
+def parse_list(name: str, values, kind=float, *, positive=False, count=None, unique=False) -> list:
     """The values of list option `name` (a string or argparse's list of strings), converted
     with `kind` (float, int or str); `positive` requires finite values > 0, `count` an exact
-    number of values. Raises `UsageError` naming `name` and the offending value."""
+    number of values, `unique` each value once. An empty entry ("1,,10", "1,") is refused,
+    not dropped. Raises `UsageError` naming `name` and the offending value."""
     if values is None:
         return None
     if isinstance(values, str):
         values = [values]
+    for v in values:
+        if re.search(r"(^|,)\s*(,|$)", str(v).strip()) and str(v).strip():
+            raise UsageError(f"{name}: an empty entry in {str(v)!r}")
     tokens = [t for v in values for t in re.split(r"[,\s]+", str(v)) if t]
     if not tokens:
         raise UsageError(f"{name} is empty: give at least one value")
@@ -67,6 +71,8 @@ def parse_list(name: str, values, kind=float, *, positive=False, count=None) -> 
         out.append(value)
     if count is not None and len(out) != count:
         raise UsageError(f"{name} takes {count} values, got {len(out)} ({' '.join(tokens)})")
+    if unique and len(set(out)) < len(out):
+        raise UsageError(f"{name}: each value once, got {','.join(tokens)}")
     return out
 
 

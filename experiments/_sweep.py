@@ -104,7 +104,16 @@ class Sweep:
     @staticmethod
     def _connect(address: str):
         from distributed import Client
+        from distributed.comm.addressing import parse_address, parse_host_port
 
+        try:  # a malformed address is refused here: a Client half-built on it hangs in __del__
+            scheme, location = parse_address(address)
+            if scheme in ("tcp", "tls", "ws", "wss"):
+                parse_host_port(location)
+        except ValueError as e:
+            raise UsageError(
+                f"--scheduler {address}: not a scheduler address ({e}); give tcp://HOST:PORT"
+            ) from None
         try:
             return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
         except (OSError, TimeoutError, ValueError, TypeError) as e:

@@ -284,8 +284,8 @@ def _check_data(data, d):
     except (TypeError, ValueError):
         raise ValueError("data must be a pair (X, Y)") from None
     X, Y = np.asarray(X, np.float64), np.asarray(Y, np.float64)
-    if X.ndim != 2 or X.shape[1] != d:
-        raise ValueError(f"data: X must have shape (n, {d}), got {X.shape}")
+    if X.ndim != 2 or X.shape[1] != d or X.shape[0] < 1:
+        raise ValueError(f"data: X must have shape (n, {d}) with n >= 1, got {X.shape}")
     if Y.shape != (X.shape[0],):
         raise ValueError(f"data: Y must have shape ({X.shape[0]},), got {Y.shape}")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):

@@ -108,7 +108,7 @@ def _solvers(flag_name: str, names: list[str]) -> list[str]:
 def settings(args) -> dict:
     """The settings of `args`, every one checked before any computation; the solver settings
     by `flows.SolveSettings`. Raises `UsageError` naming the flag."""
-    parts = parse_list("--parts", args.parts, str)
+    parts = parse_list("--parts", args.parts, str, unique=True)
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise UsageError(
@@ -126,9 +126,9 @@ def settings(args) -> dict:
             "--hidden needs at least two widths >= 1 (depth >= 3), got "
             + ",".join(map(str, hidden))
         )
-    rtols = parse_list("--rtols", args.rtols, positive=True, count=2)
-    drift_rtols = sorted(set(parse_list("--drift-rtols", args.drift_rtols, positive=True)))
-    etas = sorted(set(parse_list("--etas", args.etas, positive=True)))
+    rtols = parse_list("--rtols", args.rtols, positive=True, count=2, unique=True)
+    drift_rtols = sorted(parse_list("--drift-rtols", args.drift_rtols, positive=True, unique=True))
+    etas = sorted(parse_list("--etas", args.etas, positive=True, unique=True))
     gd_t1 = positive("--gd-t1", args.gd_t1)
     if "gd" in parts and len(etas) < 2:
         raise UsageError("--etas needs at least two steps to fit the drift's exponent")

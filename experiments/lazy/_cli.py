@@ -141,9 +141,8 @@ def settings(args) -> dict:
     import models
 
     s = {key: getattr(args, key) for key in DEFAULTS}
-    s["alphas"] = parse_list("--alphas", s["alphas"], positive=True) or list(DEFAULT_ALPHAS)
-    if len(set(s["alphas"])) < len(s["alphas"]):  # one sweep task per α
-        raise UsageError(f"--alphas: each α once, got {', '.join(f'{a:g}' for a in s['alphas'])}")
+    alphas = parse_list("--alphas", s["alphas"], positive=True, unique=True)  # a task per α
+    s["alphas"] = alphas or list(DEFAULT_ALPHAS)
     s["classes"] = ",".join(map(str, parse_classes(s["classes"])))
     if s["nodes"] is None:
         s["nodes"] = flows.LAZY_NODES

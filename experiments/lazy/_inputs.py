@@ -51,8 +51,22 @@ def describe(s: dict, data: Table) -> str:
     return "; ".join([what, f"task: {data.task}", *data.notes])
 
 
+# Each α holds a few dozen parameter-sized float64 vectors (solver stages of both flows,
+# saved states, checkpoints): 10⁷ parameters is ~2-3 GB, already far beyond a 2-core machine's
+# patience; above it a run would die in the allocator instead of saying why.
+MAX_PARAMETERS = 10_000_000
+
+
 def build_model(s: dict, in_size: int):
-    """The symmetrised network of the settings (h(w0) = 0)."""
+    """The symmetrised network of the settings (h(w0) = 0). Raises `UsageError` naming
+    --width/--depth when it would have more than `MAX_PARAMETERS` parameters."""
+    w, depth = s["width"], s["depth"]
+    p = 2 * (in_size * w + (depth - 1) * w * w + w)  # two copies: the symmetrised pair
+    if p > MAX_PARAMETERS:
+        raise UsageError(
+            f"--width {w} --depth {depth}: the network would have {p:.3g} parameters "
+            f"(input size {in_size}), over {MAX_PARAMETERS:.3g}; choose a smaller one"
+        )
     key = jax.random.PRNGKey(s["seed"])
     if s["depth"] == 1:
         net = models.TwoLayerNet(in_size, s["width"], activation=s["activation"], key=key)

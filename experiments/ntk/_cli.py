@@ -50,7 +50,7 @@ def settings(args) -> dict:
     """The settings of `args`, every one checked before any computation. Raises `UsageError`
     naming the flag."""
     s = {key: getattr(args, key) for key in DEFAULTS}
-    widths = parse_list("--widths", s["widths"], int)
+    widths = parse_list("--widths", s["widths"], int, unique=True)
     s["widths"] = sorted(set(widths))
     for key, low, high in (
         ("seeds", 2, 10_000),

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings(args) -> dict:
     """The settings of `args`, every one checked before any computation (tolerances by
     `flows.SolveSettings`). Raises `UsageError` naming the flag."""
-    figures = parse_list("--figures", args.figures, str)
+    figures = parse_list("--figures", args.figures, str, unique=True)
     unknown = sorted(set(figures) - set(FIGURES))
     if unknown:
         raise UsageError(
@@ -80,8 +80,8 @@ def settings(args) -> dict:
         "activation": args.activation,
         "x": args.x,
         "w0": parse_list("--w0", args.w0, count=2),
-        "scales": parse_list("--scales", args.scales, positive=True),
-        "alphas": parse_list("--alphas", args.alphas, positive=True),
+        "scales": parse_list("--scales", args.scales, positive=True, unique=True),
+        "alphas": parse_list("--alphas", args.alphas, positive=True, unique=True),
         "radius": args.radius,
         "target": args.target,
         "t1": args.t1,

@@ -98,6 +98,14 @@ def test_solver_settings_are_checked_by_the_library_rule_before_anything(
         ("balance", ["--n-train", "5000"], "--n-train (5000, >= 2) plus --n-test (0)"),
         ("ntk", ["--widths", "8,-16"], "--widths must lie in [1, 100000], got -16"),
         ("ntk", ["--widths", "8", "x"], "--widths: 'x' is not a whole number"),
+        ("lazy", ["--alphas", "1,,10"], "--alphas: an empty entry in '1,,10'"),
+        ("balance", ["--etas", "0.1,"], "--etas: an empty entry in '0.1,'"),
+        ("lazy", ["--alphas", "1,1"], "--alphas: each value once, got 1,1"),
+        ("balance", ["--rtols", "1e-8,1e-8"], "--rtols: each value once"),
+        ("balance", ["--parts", "gd,gd"], "--parts: each value once"),
+        ("portrait", ["--scales", "0.1,0.1"], "--scales: each value once"),
+        ("portrait", ["--figures", "seed,seed"], "--figures: each value once"),
+        ("ntk", ["--widths", "16,16"], "--widths: each value once"),
     ],
 )
 def test_list_options_parse_alike_and_errors_name_the_flag(name, argv, says, tmp_path, capsys):

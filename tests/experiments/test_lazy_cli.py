@@ -155,6 +155,7 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
         (["--alphas", "1", "-3"], "--alphas"),
         (["--width", "0"], "--width"),
         (["--classes", "3"], "--classes"),
+        (["--width", "100000", "--depth", "2"], "--width 100000 --depth 2"),  # 2e10 parameters
     ],
 )
 def test_bad_arguments_exit_2_with_one_line_naming_them(argv, named, tmp_path, capsys):

@@ -276,6 +276,7 @@ def test_unsupported_architecture_names_what_is_supported(model):
         ((X, Y), 0.0, "t1"),
         ((X, Y), float("nan"), "t1"),
         ((X[:, :1], Y), 1.0, r"X must have shape \(n, 2\)"),
+        ((X[:0], Y[:0]), 1.0, r"X must have shape \(n, 2\) with n >= 1, got \(0, 2\)"),
         ((X, Y[:2]), 1.0, r"Y must have shape \(3,\)"),
         ((X * np.nan, Y), 1.0, "non-finite"),
         (X, 1.0, r"pair \(X, Y\)"),
