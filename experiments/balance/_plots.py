@@ -15,7 +15,7 @@ from .. import _plotting as P
 from ._conservation_plots import conservation_figure, homogeneous_figure
 
 DRIFT_LABEL = (
-    "relative drift (dimensionless)\nmax_k ‖C_k(t) − C_k(0)‖_F / max(1, ‖W_k‖² + ‖W_k+1‖²)"
+    "relative drift of C_k (dimensionless):\nmax_k ‖C_k(t) − C_k(0)‖_F\n/ max(1, ‖W_k‖² + ‖W_k+1‖²)"
 )
 
 
