@@ -123,7 +123,7 @@ def test_existing_folder_is_refused(tmp_path, capsys):
     "argv, says",
     [
         (["--widths", "8"], "--widths needs at least two different widths"),
-        (["--widths", "8,8"], "--widths needs at least two different widths"),
+        (["--widths", "8,8"], "--widths: each value once, got 8,8"),
         (["--widths", "0", "8"], "--widths must lie in [1, 100000], got 0"),
         (["--widths", "-8,16"], "--widths must lie in [1, 100000], got -8"),
         (["--widths", "8,x"], "--widths: 'x' is not a whole number"),
