@@ -76,8 +76,8 @@ def case_horizon(cfg, params):
                 ours=f"{r['seconds']:.1f} s, {r['grad_evals']} grad evals (engine count)",
                 details={**r, "solver_setting": settings[name], "t1": t1},
                 note=(
-                    f"switched at t={r['switched_to_implicit_at']:.3g}; "
-                    if r["switched_to_implicit_at"] is not None
+                    f"switched at t={r['switched_to_stiff_at']:.3g}; "
+                    if r["switched_to_stiff_at"] is not None
                     else ""
                 )
                 + f"loss {r['final_loss']:.1e}, diff to kvaerno5 {r['difference_to_kvaerno5']:.1e}",

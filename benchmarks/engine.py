@@ -103,6 +103,7 @@ def _run(solve, settings, solver, repeats):
         "jvp_evals": s["jvp_evals"],
         "solvers": s["solvers"],
         "switches": s["switches"],
+        "probes": s.get("probes", []),
         "stiffness_tests": s["stiffness_tests"],
         "final_loss": float(traj.loss[-1]),
     }

@@ -5,7 +5,7 @@ collapsed while the state stayed bounded (a kink, or stiffness beyond the solver
 really grew (a blow-up), or it became non-finite. The advice for an exhausted step budget
 fits the solver in use and the rejected-step rate."""
 
-from ._solvers import IMPLICIT
+from ._solvers import EXPONENTIAL, IMPLICIT
 
 #: Below dtmin·max(1, t) a proposed step counts as collapsed (t the time reached): a few
 #: hundred float64 ulps of t, where further steps cannot advance the time meaningfully.
@@ -41,11 +41,17 @@ def max_steps_advice(phase: str, settings, stats) -> str:
             f"Hessian-vector products ({stats.jvp_evals} used in all), and a solve that "
             "exhausts it rejects the step: raise gmres_max_iters if the flow is smooth"
         )
+    elif phase in EXPONENTIAL:
+        advice.append(
+            f"solver={phase!r} is exponential, so stiffness does not limit its steps; its "
+            "steps are limited by the nonlinearity of the flow, where a higher-order solver "
+            "('kvaerno5', or 'tsit5' where the flow is not stiff) takes longer ones"
+        )
     else:
         advice.append(
             f"if the flow is stiff (solver={phase!r} is explicit, so its steps are limited by "
-            "stability), use solver='kvaerno5' or 'auto'; if the objective has kinks (ReLU), "
-            "every solver chatters there and a smooth activation avoids it"
+            "stability), use solver='auto', 'exprb32' or 'kvaerno5'; if the objective has kinks "
+            "(ReLU), every solver chatters there and a smooth activation avoids it"
         )
     if settings.rtol < 1e-6:
         advice.append(f"or loosen rtol={settings.rtol:g}")
@@ -73,7 +79,7 @@ def collapse_message(
             "a slower mode: a t1 nearer the slowest time scale avoids this"
         )
     advice = (
-        "use solver='kvaerno5' if the flow is stiff"
+        "use solver='auto', 'exprb32' or 'kvaerno5' if the flow is stiff"
         if phase not in IMPLICIT
         else "a smooth activation (gelu, softplus) avoids kinks; if the flow is smooth, its "
         f"Newton–GMRES solves may be failing: each is capped at gmres_max_iters="

@@ -143,11 +143,14 @@ def gradient_flow(
       every `stiff_steps` steps: h·λ̂, h the step the controller proposes next and λ̂ the
       Hessian's λ_max by 8 Lanczos Hessian-vector products warm-started from the last
       test, against Tsit5's stability boundary 3.5. After `stiff_tests` tests in a row with
-      h·λ̂ ≥ 0.8·3.5 (Tsit5 held by stability) go on with Kvaerno5 (Newton–GMRES) from the
-      time reached; after `explicit_tests` tests in a row with h·λ̂ < 0.5·3.5 (Tsit5 could
-      take Kvaerno5's step) go back to Tsit5. `stats["switches"]` lists every switch (time,
-      solver, h·λ̂). Stiff squared-loss flows thus reach t = 10⁶ in a few hundred steps;
-      logistic flows, whose Hessian decays like 1/t, stay explicit. `max_steps` bounds the
+      h·λ̂ ≥ 0.8·3.5 (Tsit5 held by stability) go on with the exponential Rosenbrock solver
+      exprb32 from the time reached; after `explicit_tests` tests in a row where Tsit5's
+      steps would cost less than half exprb32's measured ones (6·max(1, h·λ̂/3.5) gradients
+      against c_s/2, c_s exprb32's gradients per step with a Hessian-vector product at 2) go
+      back to Tsit5, and ask twice as many positive tests before the next switch (Petzold
+      1983, LSODA). `stats["switches"]` lists every switch (time, solver, h·λ̂, c_s). Stiff
+      squared-loss flows thus reach t = 10⁶ in a few hundred steps, mostly with exprb32;
+      logistic flows, whose Hessian decays like 1/t, end explicit. `max_steps` bounds the
       steps of the whole solve.
       The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
       quadratic invariants such as balancedness to round-off at any rtol; they step onto

@@ -7,6 +7,7 @@ checkpoints that survive an interruption (`_checkpoint.py`), and the points wher
 """
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._settings import SolveSettings
 from ._solvers import EVALS_PER_STEP, GAUSS, STIFF, make_solver
 from ._stats import SolveStats
-from ._stiffness import AUTO_STIFF, StiffnessMonitor
+from ._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 
 
 @eqx.filter_jit
@@ -83,6 +84,13 @@ def _tree_all_finite(tree) -> bool:
     return all(bool(np.all(np.isfinite(np.asarray(x)))) for x in jax.tree.leaves(tree))
 
 
+def _prober(field, t, y, settings):
+    """h ↦ the error ratio of one trial step of the stiff solver of "auto" from (t, y)."""
+    solver = make_solver(AUTO_STIFF, settings.rtol, settings.atol, settings.gmres_max_iters)
+    rtol, atol = jnp.asarray(settings.rtol), jnp.asarray(settings.atol)
+    return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
+
+
 def _raise_failure(field, phase, settings, stats, y, t_hit, t_end, norm0, dt, collapsed, hit):
     """Raise the error that says why a diffrax call stopped at `t_hit` before `t_end`."""
     failure = newton_failure(t_hit)
@@ -132,9 +140,11 @@ def integrate(
     `settings.solver="auto"` starts with Tsit5 and tests stiffness along the path
     (`StiffnessMonitor`: h·λ̂ against Tsit5's stability boundary, λ̂ by warm-started Lanczos
     on the Jacobian, which must be symmetric, as a gradient flow's is) after every chunk
-    and every segment of at most `stiff_steps` steps; it goes on with Kvaerno5 from the time
-    reached after `stiff_tests` positive tests in a row, and back to Tsit5 after
-    `explicit_tests` negative ones. `stats.switches` records each switch (t, to, h·λ̂);
+    and every segment of at most `stiff_steps` steps; it goes on with the exponential
+    Rosenbrock solver exprb32 from the time reached after `stiff_tests` positive tests in a
+    row, and back to Tsit5 after `explicit_tests` tests in a row find Tsit5's steps cheaper
+    than exprb32's (seconds per step, measured along the solve). `stats.switches` records
+    each switch (t, to, h·λ̂, the measured cost ratio of the two solvers' steps);
     `stats.stiffness` is λ̂·t1 at y0, for the record.
 
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
@@ -163,10 +173,10 @@ def integrate(
             to_explicit=settings.explicit_tests,
             longest=settings.stiff_steps,
         )
-        phase, stats.switches = monitor.explicit, monitor.switches  # the same list
+        phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
         stats.stiffness = monitor.lam(field, 0.0, y0) * float(ts[-1])  # warm-starts Lanczos
         stats.jvp_evals += monitor.iters
-    t_start, y, state, done, h_last = 0.0, y0, None, 0, None
+    t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     if checkpoint is not None and os.path.exists(checkpoint):
         done, t_start, phase, y, saved_leaves = _checkpoint.read(
             checkpoint, ts, jax.tree.structure(y0), save_def.num_leaves, stats
@@ -186,7 +196,7 @@ def integrate(
                     # proposed, and tests stiffness at the end of each.
                     t_stop = t_end
                     if monitor is not None and h_last is not None:
-                        t_stop = min(t_end, t_start + monitor.steps * h_last)
+                        t_stop = min(t_end, t_start + (monitor.steps - since_test) * h_last)
                         if t_stop - t_start <= 1e-12 * max(1.0, t_start):  # below float64
                             t_stop = t_end
                     here = pending[ts[pending] <= t_stop]
@@ -195,6 +205,7 @@ def integrate(
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
                     solver_object = make_solver(phase, rtol, atol, settings.gmres_max_iters)
+                    started = time.perf_counter()
                     out = _solve_chunk(
                         counter.wrap(field, counted),
                         save,
@@ -210,7 +221,12 @@ def integrate(
                         max_steps if monitor is None else min(settings.stiff_steps, max_steps),
                     )
                     saved, save_ts, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
-                    steps = int(st["num_steps"])
+                    steps = int(st["num_steps"])  # waits for the segment to finish
+                    if monitor is not None:
+                        monitor.record(
+                            phase, time.perf_counter() - started, steps,
+                            counter.evals - evals_before, counter.jvps - jvps_before,
+                        )  # fmt: skip
                     stats.num_steps += steps
                     stats.num_accepted_steps += int(st["num_accepted_steps"])
                     stats.num_rejected_steps += int(st["num_rejected_steps"])
@@ -250,13 +266,22 @@ def integrate(
                             bool(collapsed), bool(hit),
                         )  # fmt: skip
                     state, t_start = new_state, t_now
-                    if monitor is not None and t_now < float(ts[-1]):
-                        new_phase = monitor.decide(phase, field, t_now, y, h_last)
+                    since_test += steps
+                    # A test ends each segment (not each chunk), and any capped call.
+                    tested = monitor is not None and t_now < float(ts[-1])
+                    tested = tested and (t_now < t_end or since_test >= monitor.steps or bool(hit))
+                    if tested:
+                        since_test = 0
+                        before = counter.evals, counter.jvps
+                        probe = _prober(counter.wrap(field, True), t_now, y, settings)
+                        new_phase = monitor.decide(phase, field, t_now, y, h_last, probe=probe)
+                        stats.grad_evals += counter.evals - before[0]  # trial stiff steps
+                        stats.jvp_evals += counter.jvps - before[1]
                         stats.jvp_evals += monitor.iters
                         if new_phase != phase:
                             phase, state = new_phase, None
-                            if new_phase == AUTO_STIFF and stats.switched_to_implicit_at is None:
-                                stats.switched_to_implicit_at = t_now
+                            if new_phase == AUTO_STIFF and stats.switched_to_stiff_at is None:
+                                stats.switched_to_stiff_at = t_now
                     if monitor is not None and stats.num_steps > max_steps:
                         break
                 if stats.num_steps > max_steps:

@@ -47,13 +47,16 @@ class SolveSettings:
     - `chunks`: number of diffrax calls the horizon is split into (progress, checkpoints,
       stiffness tests), ≥ 1.
     - `stiff_steps`: with `solver="auto"`, the most solver steps between two stiffness tests
-      (tests are 10 steps apart near the stability boundary and spread out, doubling, up to
-      this while the flow is far from it), ≥ 1.
-    - `stiff_tests`: with `solver="auto"`, switch from Tsit5 to Kvaerno5 after this many
+      (tests are 10 steps apart after a switch, and the gap doubles after every test that
+      keeps the solver, up to this), ≥ 1.
+    - `stiff_tests`: with `solver="auto"`, switch from Tsit5 to exprb32 after this many
       positive stiffness tests in a row (h·λ̂ ≥ 0.8 × Tsit5's stability boundary 3.5, h the
-      step Tsit5's controller proposes, λ̂ the Hessian's λ_max by Lanczos), ≥ 1.
+      step Tsit5's controller proposes, λ̂ the Hessian's λ_max by Lanczos), ≥ 1; doubled
+      after each switch back (the stiff solver did not pay there).
     - `explicit_tests`: with `solver="auto"`, switch back to Tsit5 after this many negative
-      tests in a row (h·λ̂ < 0.5 × 3.5, h the step Kvaerno5's controller proposes), ≥ 1.
+      tests in a row (Tsit5's steps would cost less than half exprb32's measured ones:
+      6·max(1, h·λ̂/3.5) < c_s/2, h the step exprb32's controller proposes, c_s its measured
+      gradients per step), ≥ 1.
     - `gmres_max_iters`: cap on the Hessian-vector products of each GMRES solve inside the
       implicit solver's Newton iterations (rounded up to restart cycles of 10), ≥ 1. A solve
       that exhausts it rejects the step, so `max_steps` and this cap bound the total work:
@@ -68,7 +71,7 @@ class SolveSettings:
     atol: float = 1e-12
     max_steps: int = 200_000
     chunks: int = 20
-    stiff_steps: int = 50
+    stiff_steps: int = 200
     stiff_tests: int = 2
     explicit_tests: int = 2
     gmres_max_iters: int = GMRES_MAX_ITERS

@@ -20,10 +20,15 @@ class SolveStats:
       about 2 gradients; 0 for explicit solvers and gradient descent.
     - `chunks`: diffrax calls completed (gradient descent: save times recorded).
     - `solvers`: the solvers used, in order ("gradient_descent" for gradient descent).
-    - `switched_to_implicit_at`: flow time where `solver="auto"` first went implicit, or None.
+    - `switched_to_stiff_at`: flow time where `solver="auto"` first went to its stiff solver
+      (exprb32), or None.
     - `switches`: every switch of `solver="auto"`, in order, as `{"t": flow time, "to":
-      solver, "h_lambda": h·λ̂ of the deciding test}` (h the proposed step, λ̂ the Hessian's
-      λ_max by Lanczos); empty for a fixed solver.
+      solver, "h_lambda": h·λ̂ of the deciding test, "cost_ratio": the seconds of a stiff
+      step over those of an explicit step, measured along the solve}` (h the proposed step, λ̂
+      the Hessian's λ_max by Lanczos); empty for a fixed solver.
+    - `probes`: the trial steps of the stiff solver `solver="auto"` took before switching,
+      as `{"t", "h": trial step, "error": its error ratio (≤ 1: it would be accepted)}`;
+      a switch follows only an accepted one. Their evaluations are counted above.
     - `stiffness_tests`: the stiffness tests `solver="auto"` made (8 Hessian-vector products
       each, counted in `jvp_evals`); 0 for a fixed solver.
     - `stiffness`: λ̂·t1 at the start, recorded by `solver="auto"` (it decides nothing), or
@@ -40,8 +45,9 @@ class SolveStats:
     jvp_evals: int = 0
     chunks: int = 0
     solvers: list = dataclasses.field(default_factory=list)
-    switched_to_implicit_at: float | None = None
+    switched_to_stiff_at: float | None = None
     switches: list = dataclasses.field(default_factory=list)
+    probes: list = dataclasses.field(default_factory=list)
     stiffness_tests: int = 0
     stiffness: float | None = None
     result: str = "successful"

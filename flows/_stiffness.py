@@ -1,4 +1,4 @@
-"""Stiffness decisions of `solver="auto"`, made along the path, both ways.
+"""Stiffness decisions of `solver="auto"`, made along the path, both ways, by cost.
 
 A step h of an explicit Runge–Kutta method is stable while h·λ ≤ b, b its stability boundary
 on the negative real axis (Tsit5 ≈ 3.5). A gradient flow's Jacobian is −∇²F, symmetric, so
@@ -7,23 +7,38 @@ from the previous test's Ritz vector. After every solve segment `StiffnessMonito
 compares h·λ̂, h the step the controller proposes next:
 - explicit phase: h·λ̂ ≥ `margin`·b says the controller is held by stability, not by
   accuracy (a positive test); `to_stiff` positive tests in a row switch to the stiff solver;
-- stiff phase: h·λ̂ < `back`·b says the explicit solver could take the stiff solver's step
-  (a negative test); `to_explicit` negative tests in a row switch back.
-The two thresholds differ (hysteresis), so that a flow near the boundary does not flip-flop.
-Segments are short (`first` steps) while a test is near the boundary and double, up to
-`longest` steps, while tests are far from it, so that a flow turning stiff is caught within
-a few short segments and a flow that never does is tested rarely. Every switch is recorded
-with its time and h·λ̂.
+- stiff phase: the explicit solver would need max(1, h·λ̂/b) steps where the stiff solver
+  takes one, so it is cheaper when c_e·max(1, h·λ̂/b) < c_s/2, c_e and c_s the measured
+  seconds per step of each (the median over the solve's segments, the first of each solver
+  left out because it may hold the compilation; until a stiff segment is measured,
+  c_s/c_e is estimated from counts: gradients plus `hvp_cost` per Hessian-vector product,
+  against 6 gradients per Tsit5 step). A test is negative when
+  h·λ̂ < b·max(`back`, c_s/(2·c_e)); `to_explicit` negative tests in a row switch back (in
+  the manner of LSODA, which compares the steps both methods would take and their costs).
+  Measured in seconds, the costs include the stiff solver's Krylov overheads, which
+  dominate its steps on small problems (4–11 ms per exprb32 step against 0.3 ms per
+  Tsit5 step at p ≈ 1000; benchmarks/engine.py), so switch times can differ slightly
+  between machines and runs; every decision's inputs are recorded.
+Each switch back doubles the positive tests needed before the next switch to the stiff
+solver, so that a flow where the stiff solver does not pay (a logistic flow, whose Hessian
+decays like 1/t) stops paying for it. The thresholds differ (hysteresis), so that a flow near
+the boundary does not flip-flop. A segment is `first` steps long after a switch and doubles
+after every test that keeps the solver, up to `longest` steps: a flow that turns stiff is
+caught within `longest` steps of the explicit solver, and one that never does is tested a
+few times per decade of steps. Every switch is recorded with its time, h·λ̂ and the
+cost ratio c_s/c_e it used.
 
 Reference: Hairer & Wanner, Solving Ordinary Differential Equations II, §IV.2 (the stiffness
 test of DOPRI5: h·λ̂ against the stability boundary, repeated along the path); Petzold 1983,
 "Automatic selection of methods for solving stiff and nonstiff systems of ordinary
-differential equations", SIAM J. Sci. Stat. Comput. 4 (LSODA, switching both ways);
-Rackauckas & Nie 2017, J. Open Res. Softw. 5 (DifferentialEquations.jl, AutoSwitch).
+differential equations", SIAM J. Sci. Stat. Comput. 4 (LSODA, switching both ways by the
+cost of the steps each method would take); Rackauckas & Nie 2017, J. Open Res. Softw. 5
+(DifferentialEquations.jl, AutoSwitch).
 """
 
 import dataclasses
 
+import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -31,11 +46,32 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from ._krylov import krylov_phi
+from ._solvers import EVALS_PER_STEP
 
 #: Stability boundaries on the negative real axis, |R(−b)| = 1 (Hairer & Wanner II, §IV.2).
 BOUNDARY = {"tsit5": 3.5, "dopri5": 3.3, "dopri8": 6.0}
 #: The explicit and the stiff solver between which `solver="auto"` switches.
-AUTO_EXPLICIT, AUTO_STIFF = "tsit5", "kvaerno5"
+#: "exprb32" rather than "kvaerno5": on the benchmark flows its steps cost 4–5× fewer
+#: Hessian-vector products (benchmarks/engine.py), and it is exact on the linear part.
+AUTO_EXPLICIT, AUTO_STIFF = "tsit5", "exprb32"
+#: The cost of one Hessian-vector product (forward over reverse) in gradients.
+HVP_COST = 2.0
+#: c_s/c_e assumed before a stiff step is timed: exprb32's step over Tsit5's, in seconds,
+#: measured 12–21 on the benchmark flows at p ≈ 1000 (Krylov overheads dominate there; the
+#: ratio falls towards 3 as gradients grow costlier).
+PRIOR_COST_RATIO = 16.0
+
+
+@eqx.filter_jit
+def probe_error(solver, field, t, y, h, rtol, atol):
+    """The error ratio of one step of `solver` of length `h` from (t, y): the rms over the
+    entries of y_error/(atol + rtol·max(|y|, |y_new|)), as diffrax's PID controller measures
+    it; ≤ 1 means the step would be accepted."""
+    term = dfx.ODETerm(field)
+    y1, y_error, _, _, _ = solver.step(term, t, t + h, y, None, None, False)
+    flat0, flat1, err = (ravel_pytree(x)[0] for x in (y, y1, y_error))
+    scale = atol + rtol * jnp.maximum(jnp.abs(flat0), jnp.abs(flat1))
+    return jnp.sqrt(jnp.mean((err / scale) ** 2))
 
 
 @eqx.filter_jit
@@ -58,8 +94,9 @@ def lambda_max(field, t, y, start, iters: int):
 @dataclasses.dataclass
 class StiffnessMonitor:
     """Host-side state of the decisions of one solve. `decide` returns the solver for the
-    next segment, appending `{"t", "to", "h_lambda"}` to `switches` when it changes; `steps`
-    is the length (solver steps) of the next segment."""
+    next segment, appending `{"t", "to", "h_lambda", "cost_ratio"}` to `switches` when it
+    changes; `steps` is the length (solver steps) of the next segment; `record` adds a
+    segment's measured time and work."""
 
     explicit: str = AUTO_EXPLICIT
     stiff: str = AUTO_STIFF
@@ -67,14 +104,19 @@ class StiffnessMonitor:
     to_explicit: int = 2
     margin: float = 0.8
     back: float = 0.5
+    hvp_cost: float = HVP_COST
     iters: int = 8
     first: int = 10
     longest: int = 50
     steps: int = 10
     streak: int = 0
     tests: int = 0
+    stiff_work: float = 0.0  # gradients + hvp_cost·HVPs in the stiff segments so far
+    stiff_taken: int = 0  # stiff steps so far
+    seconds: dict = dataclasses.field(default_factory=dict)  # solver: [s per step], segments
     start: np.ndarray | None = None
     switches: list = dataclasses.field(default_factory=list)
+    probes: list = dataclasses.field(default_factory=list)  # trial stiff steps {t, h, error}
     history: list = dataclasses.field(default_factory=list)  # (t, phase, h·λ̂) of every test
 
     def __post_init__(self):
@@ -91,20 +133,56 @@ class StiffnessMonitor:
         self.tests += 1
         return float(lam)
 
-    def decide(self, phase: str, field, t: float, y, h: float) -> str:
+    def record(self, phase: str, seconds: float, steps: int, grads: int, hvps: int) -> None:
+        """Add a segment of `steps` steps of `phase` that took `seconds` (`grads` gradients
+        and `hvps` Hessian-vector products, counted for the stiff solver only)."""
+        if steps <= 0:
+            return
+        self.seconds.setdefault(phase, []).append(seconds / steps)
+        if phase == self.stiff:
+            self.stiff_work += grads + self.hvp_cost * hvps
+            self.stiff_taken += steps
+
+    def cost_ratio(self) -> float:
+        """c_s/c_e: the cost of a stiff step over that of an explicit step, from measured
+        seconds per step (median over segments, the first of each solver left out), or from
+        counts while a solver has no measured segment but its first."""
+        timed = {k: v[1:] for k, v in self.seconds.items()}
+        if timed.get(self.stiff) and timed.get(self.explicit):
+            return float(np.median(timed[self.stiff]) / np.median(timed[self.explicit]))
+        if self.stiff_taken:
+            return self.stiff_work / self.stiff_taken / EVALS_PER_STEP[self.explicit]
+        return PRIOR_COST_RATIO
+
+    def decide(self, phase: str, field, t: float, y, h: float, probe=None) -> str:
         hl = float(h) * self.lam(field, t, y)
         self.history.append((float(t), phase, hl))
         b = BOUNDARY[self.explicit]
         stiff_now = phase == self.stiff
-        positive = hl >= (self.back if stiff_now else self.margin) * b
+        ratio = self.cost_ratio()
+        if stiff_now:
+            # c_e·max(1, h·λ̂/b) against c_s/2: the explicit steps cost less, a negative test.
+            threshold = max(self.back, ratio / 2) * b
+            positive = hl >= threshold
+        else:
+            positive = hl >= self.margin * b
         # A test that argues for the other solver extends the streak; any other resets it.
         self.streak = self.streak + 1 if positive != stiff_now else 0
-        # Far from the boundary (for the solver in use): test half as often as before.
-        settled = hl < 0.5 * self.back * b if not stiff_now else hl >= 2 * self.margin * b
-        self.steps = min(self.longest, 2 * self.steps) if settled else self.first
+        # Each test that keeps the solver doubles the next segment, up to `longest` steps.
+        self.steps = min(self.longest, 2 * self.steps)
         if self.streak < (self.to_explicit if stiff_now else self.to_stiff):
             return phase
+        if not stiff_now and probe is not None:
+            # Does the stiff solver take a step long enough to pay, 2·ratio times the explicit
+            # solver's stable step? One trial step of that length tells.
+            error = float(probe(2 * ratio * h))
+            self.probes.append({"t": float(t), "h": 2 * ratio * float(h), "error": error})
+            if not error <= 1.0:
+                self.streak = 0
+                return phase
         self.streak, self.steps = 0, self.first
         new = self.explicit if stiff_now else self.stiff
-        self.switches.append({"t": float(t), "to": new, "h_lambda": hl})
+        if stiff_now:
+            self.to_stiff *= 2  # the stiff solver did not pay here: ask more next time
+        self.switches.append({"t": float(t), "to": new, "h_lambda": hl, "cost_ratio": ratio})
         return new

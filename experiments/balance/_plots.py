@@ -239,7 +239,7 @@ def squared_figure(squared: dict, data: dict) -> Figure:
     P.log_axis(ax2)
     _finish(ax2, "Balancedness drift", DRIFT_LABEL)
     solvers = P.plain_list(squared["solvers"])
-    when = squared.get("switched_to_implicit_at")
+    when = squared.get("switched_to_stiff_at")
     how = (
         f"explicit, then {solvers.split(' → ')[-1]} from t = {when:.3g}"
         if when
@@ -247,7 +247,8 @@ def squared_figure(squared: dict, data: dict) -> Figure:
     )
     for ax in (ax1, ax2):
         if when:
-            ax.axvline(when, color="k", ls=":", lw=0.8, label=f"switch to implicit, t = {when:.3g}")
+            label = f"switch to {solvers.split(' → ')[-1]}, t = {when:.3g}"
+            ax.axvline(when, color="k", ls=":", lw=0.8, label=label)
         P.legend_outside(ax, where="below")
     fig.suptitle(
         f"Squared-loss flow to t = {squared['t1']:g}: {squared['num_steps']} steps "

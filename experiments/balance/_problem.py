@@ -86,7 +86,7 @@ def _stats(traj) -> dict:
         "grad_evals",
         "jvp_evals",
         "solvers",
-        "switched_to_implicit_at",
+        "switched_to_stiff_at",
         "newton_residual",
     )
     return {k: traj.stats[k] for k in keep if k in traj.stats}

@@ -59,11 +59,9 @@ def _summary(results, figures) -> None:
         lines.append(f"GD drift exponent in eta: {results['gd']['drift_exponent_in_eta']:.3f}")
     if "squared" in results:
         sq = results["squared"]
-        switch = sq["switched_to_implicit_at"]
+        switch = sq["switched_to_stiff_at"]
         how = (
-            "implicit from the start"
-            if switch is None
-            else f"switched to implicit at t={switch:.4g}"
+            "no switch" if switch is None else f"switched to {sq['solvers'][-1]} at t={switch:.4g}"
         )
         lines.append(f"squared: {sq['num_steps']} steps, solvers {sq['solvers']} ({how})")
     lines += _homogeneous_lines(results)

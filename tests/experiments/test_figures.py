@@ -231,7 +231,7 @@ def _balance_folder(tmp_path, rng):
             "solver": "auto",
             "solvers": ["tsit5", "kvaerno5"],
             "num_steps": 147,
-            "switched_to_implicit_at": 12.5,
+            "switched_to_stiff_at": 12.5,
             "loss_least_squares": loss_ls,
         },
     }

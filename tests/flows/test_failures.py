@@ -125,4 +125,4 @@ def test_max_steps_advice_never_points_at_the_solver_in_use():
             max_steps=50,
             chunks=1,
         )
-    assert "use solver='kvaerno5' or 'auto'" in str(info.value)
+    assert "use solver='auto', 'exprb32' or 'kvaerno5'" in str(info.value)
