@@ -53,6 +53,8 @@ from ._observables import stable_rank as stable_rank  # noqa: E402
 from ._pl import distance_from_init as distance_from_init  # noqa: E402
 from ._pl import pl_constant as pl_constant  # noqa: E402
 from ._pl import pl_quotient as pl_quotient  # noqa: E402
+from ._problems import SeparableDeepLinear as SeparableDeepLinear  # noqa: E402
+from ._problems import separable_deep_linear as separable_deep_linear  # noqa: E402
 from ._settings import SolveSettings as SolveSettings  # noqa: E402
 from ._solvers import SOLVERS as SOLVERS  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
