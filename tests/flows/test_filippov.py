@@ -307,15 +307,15 @@ def test_resume_from_checkpoint_gives_the_same_trajectory(tmp_path, monkeypatch)
     full = flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS)
     monkeypatch.setattr(F, "_CHECKPOINT_EVERY_S", 0.0)
     calls = {"n": 0}
-    solve = F._solve_piece
+    solve = F.solve_span
 
-    def interrupted(*args):
+    def interrupted(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 2:
             raise KeyboardInterrupt
-        return solve(*args)
+        return solve(*args, **kwargs)
 
-    monkeypatch.setattr(F, "_solve_piece", interrupted)
+    monkeypatch.setattr(F, "solve_span", interrupted)
     with pytest.raises(KeyboardInterrupt):
         flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
     resumed = flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
