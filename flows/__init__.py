@@ -47,6 +47,7 @@ from ._observables import layer_norm_gaps as layer_norm_gaps  # noqa: E402
 from ._observables import layer_singular_values as layer_singular_values  # noqa: E402
 from ._observables import max_margin_angle as max_margin_angle  # noqa: E402
 from ._observables import neuron_balancedness as neuron_balancedness  # noqa: E402
+from ._observables import neuron_balancedness_drift as neuron_balancedness_drift  # noqa: E402
 from ._observables import normalised_margin as normalised_margin  # noqa: E402
 from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
 from ._observables import stable_rank as stable_rank  # noqa: E402
