@@ -30,6 +30,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import experiments  # noqa: E402
 import flows  # noqa: E402
 import models  # noqa: E402
 
@@ -37,17 +38,9 @@ ACTIVATIONS = ("relu", "abs", "leaky_relu")
 RTOL, ATOL = 1e-8, 1e-10
 
 
-def _digits_pair(n_train, classes=(3, 8), seed=0):
-    """Standardised pixels of two digit classes, the first n_train of a seeded permutation
-    (as `experiments._data.digits_pair`)."""
-    from sklearn.datasets import load_digits
-
-    X, y = load_digits(return_X_y=True)
-    keep = (y == classes[0]) | (y == classes[1])
-    X, y = X[keep].astype(np.float64), np.where(y[keep] == classes[0], -1.0, 1.0)
-    order = np.random.default_rng(seed).permutation(len(y))[:n_train]
-    mean, std = X[order].mean(0), X[order].std(0)
-    return (X[order] - mean) / np.where(std > 0, std, 1.0), y[order]
+def _digits_pair(n_train):
+    """Standardised pixels of digits 3 and 8, the training split of seed 0."""
+    return experiments.digits_pair((3, 8), n_train=n_train, n_test=0, seed=0)[:2]
 
 
 def digits_pca(n=10, d=3):
@@ -192,10 +185,13 @@ def main(argv=None):
     p.add_argument("--cases", nargs="+", default=["digits"], choices=sorted(CASES))
     p.add_argument("--out", default=None, help="write the rows as JSON here")
     args = p.parse_args(argv)
-    from experiments._files import versions
-
     rows = [row for name in args.cases for row in CASES[name]()]
-    result = {"rtol": RTOL, "atol": ATOL, "solver": "tsit5 + events", "versions": versions()}
+    result = {
+        "rtol": RTOL,
+        "atol": ATOL,
+        "solver": "tsit5 + events",
+        "versions": experiments.versions(),
+    }
     result["rows"] = rows
     if args.out:
         with open(args.out, "w") as f:
