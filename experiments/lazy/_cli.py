@@ -3,6 +3,7 @@
 import argparse
 
 from .._options import (
+    SOLVE_DEFAULTS,
     UsageError,
     add_data_options,
     add_list,
@@ -38,10 +39,8 @@ DEFAULTS = {
     "t1": None,
     "loss_decades": 6.0,
     "n_times": 100,
-    "solver": "tsit5",
-    "rtol": 1e-10,
-    "atol": 1e-12,
-    "max_steps": 200_000,
+    "solver": "tsit5",  # the experiment's choice (the library's default is "auto")
+    **SOLVE_DEFAULTS,  # rtol, atol, max_steps: the library's
     "nodes": None,
     "rate_window": 0.5,
     "lip_radius": 1.0,
