@@ -132,15 +132,16 @@ def baseline_case(budget=20_000):
                 loss, net, 50.0, ts=np.linspace(0, 50, 41), solver="tsit5", rtol=RTOL,
                 atol=ATOL, max_steps=budget, save_params=False,
             )  # fmt: skip
-            reached = "t1"
+            reached, t_reached = "t1", 50.0
         except flows.MaxStepsReached as e:
-            reached = str(e).split(" before")[0]
+            reached, t_reached = str(e).split(" before")[0], e.t
         rows.append(
             {
                 "case": "baseline_tsit5",
                 "activation": name,
                 "max_steps": budget,
                 "stopped": reached,
+                "t_reached": t_reached,
                 "wall_s": round(time.perf_counter() - start, 3),
             }
         )

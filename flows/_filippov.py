@@ -122,9 +122,9 @@ def filippov_flow(
     - `ValueError` naming the argument: bad `t1`, `ts`, `alpha`, tolerances, data shapes,
       non-finite parameters; an unsupported architecture or a smooth activation (pointing to
       `flows.gradient_flow`).
-    - `MaxStepsReached` with the time reached and the surfaces z_ij = 0 of the latest events,
-      when the budget is exhausted or when events accumulate in time (chatter that the
-      sliding rule cannot resolve).
+    - `MaxStepsReached` with the time reached (also as `.t`) and the surfaces z_ij = 0 of the
+      latest events, when the budget is exhausted or when events accumulate in time (chatter
+      that the sliding rule cannot resolve).
 
     **Reference:** Filippov 1988, "Differential Equations with Discontinuous Righthand Sides",
     §2.4 (sliding, the convex set); Dieci & Lopez 2009 (codimension 2, minimum-norm choice);
@@ -222,7 +222,8 @@ def filippov_flow(
                 if bool(span.max_steps_hit):
                     raise MaxStepsReached(
                         f"max_steps={max_steps} reached at t={t:.6g} within one piece "
-                        f"(no event); {pieces.surfaces()}"
+                        f"(no event); {pieces.surfaces()}",
+                        t,
                     )
                 raise RuntimeError(
                     f"the solver failed at t={t:.6g} (step size collapsed or non-finite "
@@ -237,7 +238,8 @@ def filippov_flow(
                 raise MaxStepsReached(
                     f"max_steps={max_steps} (solver steps + events) used up at t={t:.6g} before "
                     f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
-                    f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`"
+                    f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`",
+                    t,
                 )
             if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
                 _write(checkpoint, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)

@@ -174,7 +174,8 @@ def gradient_flow(
       gives an `UndefinedObservableWarning` and `Trajectory.undefined`.
     - `FloatingPointError` (Gauss–Legendre solvers) with the time and the Newton residual,
       if the stage equations cannot be solved to 1e-13 even at smaller steps.
-    - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
+    - `MaxStepsReached` (a `RuntimeError`) with the time reached (also as its attribute `.t`)
+      and the setting to change.
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     trainable, static = partition(params0)

@@ -73,7 +73,8 @@ def _raise_failure(field, phase, settings, stats, y, t_hit, t_end, norm0, dt, co
     if hit:
         raise MaxStepsReached(
             f"max_steps={settings.max_steps} reached at t={t_hit:.6g} before t={t_end:.6g} "
-            f"(solver {phase!r}); {max_steps_advice(phase, settings, stats)}"
+            f"(solver {phase!r}); {max_steps_advice(phase, settings, stats)}",
+            t_hit,
         )
     raise RuntimeError(f"the solver failed at t={t_hit:.6g} before t={t_end:.6g}")
 
@@ -227,7 +228,8 @@ def integrate(
                 if stats.num_steps > max_steps:
                     raise MaxStepsReached(
                         f"max_steps={max_steps} reached by t={t_end:.6g} (solver {phase!r}); "
-                        f"{max_steps_advice(phase, settings, stats)}"
+                        f"{max_steps_advice(phase, settings, stats)}",
+                        t_start,
                     )
                 stats.chunks = c + 1
                 bar.update(1)

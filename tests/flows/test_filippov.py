@@ -291,8 +291,9 @@ def test_implicit_solver_is_refused_naming_the_explicit_ones():
 
 
 def test_exhausted_budget_names_the_time_and_the_surfaces():
-    with pytest.raises(flows.MaxStepsReached, match=r"at t=.*surfaces z_ij.*\(i=\d, j=0\)"):
+    with pytest.raises(flows.MaxStepsReached, match=r"at t=.*surfaces z_ij.*\(i=\d, j=0\)") as e:
         flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, max_steps=30)
+    assert 0 < e.value.t < T and f"at t={e.value.t:.6g} " in str(e.value)
 
 
 # --- interruption ----------------------------------------------------------------------------
