@@ -27,10 +27,8 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
 
 import flows  # noqa: E402
-import models  # noqa: E402
 from benchmarks._problem import deep_linear_logistic, two_layer  # noqa: E402
 from benchmarks._timing import load  # noqa: E402
 from experiments import versions, write_json  # noqa: E402
@@ -42,22 +40,9 @@ GOAL = 1.2
 SLOW = 20.0  # seconds: a solve slower than this is timed once
 
 
-def _drift_case():
-    """The 5 → 4 → 3 → 1 logistic net of issue 10: `(loss, net0)`."""
-    X = jax.random.normal(jax.random.PRNGKey(0), (30, 5))
-    y = jnp.sign(X @ jnp.array([1.0, -2.0, 0.5, 1.0, 0.3]))
-    logistic = flows.LogisticLoss("mean")
-
-    def loss(net):
-        return logistic(jax.vmap(net)(X)[:, 0], y)
-
-    net0 = models.DeepLinearNet.gaussian([5, 4, 3, 1], scale=10.0, key=jax.random.PRNGKey(1))
-    return loss, net0
-
-
 def _problems(params: int):
     logistic, squared = deep_linear_logistic(params), two_layer(params, t1=1e6)
-    loss, net0 = _drift_case()
+    loss, net0, _, _ = flows.separable_deep_linear(30, scale=10.0)  # issue 10's drift case
     drift = {"drift": flows.balancedness_drift(net0)}
     return {
         f"logistic deep linear, p={logistic.params}, t=1e6": (

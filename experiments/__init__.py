@@ -8,7 +8,7 @@ Importing this package (or an experiment's package) is cheap: JAX, diffrax and m
 imported only when an experiment runs or a portrait is drawn.
 """
 
-import importlib
+from ._deferred import deferred_exports
 
 # Public data helpers, imported on first use (PEP 562): `gradflows list` imports this package.
 _PUBLIC = {
@@ -22,12 +22,4 @@ _PUBLIC = {
     "write_npz": "._files",
 }
 
-
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_PUBLIC])
+__getattr__, __dir__ = deferred_exports(__name__, _PUBLIC, globals())

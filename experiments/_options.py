@@ -20,7 +20,12 @@ import re
 # containing a space as positional), and float()/int() ignore the space.
 _NEGATIVE = re.compile(r"^-\.?\d")
 
-SOLVERS = ("tsit5", "dopri5", "dopri8", "kvaerno5", "auto")
+SOLVERS = ("tsit5", "dopri5", "dopri8", "kvaerno5", "auto")  # the CLI's subset of flows.SOLVERS
+
+#: The library's defaults, those of `flows.SolveSettings()`, restated because building a
+#: parser (`--help` shows them) must not import JAX; tests/experiments/test_cli.py pins them
+#: to the library's.
+SOLVE_DEFAULTS = {"rtol": 1e-10, "atol": 1e-12, "max_steps": 200_000}
 
 
 class UsageError(ValueError):
@@ -95,9 +100,9 @@ def add_solver_options(
     parser: argparse.ArgumentParser,
     *,
     solver: str | None = "tsit5",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
-    max_steps: int | None = 200_000,
+    rtol: float = SOLVE_DEFAULTS["rtol"],
+    atol: float = SOLVE_DEFAULTS["atol"],
+    max_steps: int | None = SOLVE_DEFAULTS["max_steps"],
     max_steps_help: str = "step budget of each solve",
 ) -> argparse._ArgumentGroup:
     """The solver group: `--solver` (unless `solver` is None: fixed by the experiment),

@@ -19,6 +19,12 @@ def task_key(task: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def type_name(cls: type) -> str:
+    """The qualified name `module.QualName` of an exception class, as `TaskResult.error_type`
+    holds it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskResult:
     """One task of a sweep, as read back from its part.
@@ -27,7 +33,10 @@ class TaskResult:
     - `arrays`: its arrays (`{}` if none or failed);
     - `stats`: wall_s, cpu_s, peak_rss_bytes (and how it was read), worker, host, pid, attempts;
     - `error`: None, or why the task could not be finished (no part is written then, so a
-      resumed sweep tries it again);
+      resumed sweep tries it again): "ExceptionName: message" when the task raised;
+    - `error_type`: the qualified name (`type_name`) of the exception class the task raised,
+      or None (it finished, or the sweep lost it: a worker died, its part could not be
+      written); test it with `raised`;
     - `resumed`: True if the part was already in the folder.
     """
 
@@ -37,11 +46,23 @@ class TaskResult:
     arrays: dict
     stats: dict
     error: str | None = None
+    error_type: str | None = None
     resumed: bool = False
 
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    def raised(self, cls: type) -> bool:
+        """Whether the task failed by raising exactly `cls` (not a subclass)."""
+        return self.error_type == type_name(cls)
+
+    @property
+    def error_message(self) -> str | None:
+        """`error` without the "ExceptionName: " the sweep puts before a raised message."""
+        if self.error_type is None:
+            return self.error
+        return self.error.removeprefix(self.error_type.rsplit(".", 1)[-1] + ": ")
 
 
 def _paths(folder: str, key: str) -> tuple[str, str]:
@@ -82,7 +103,9 @@ def write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> T
     stats = {**out["stats"], "attempts": attempts}
     if "error" in out:
         log(folder, key, out["traceback"])
-        return TaskResult(key, task, None, {}, stats, error=out["error"])
+        return TaskResult(
+            key, task, None, {}, stats, error=out["error"], error_type=out.get("error_type")
+        )
     arrays = {name: np.asarray(a) for name, a in out["arrays"].items()}
     try:
         if arrays:

@@ -18,6 +18,8 @@ import traceback
 from distributed.diagnostics.plugin import WorkerPlugin
 from tqdm import tqdm
 
+from ._sweep_parts import type_name
+
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
 
@@ -71,8 +73,9 @@ def _worker_name() -> str:
 def execute(fn, task: dict, shared, key: str, folder: str, in_worker: bool, progress: bool):
     """Run `fn(task, shared, ctx)` and measure it; never raises an ordinary exception.
 
-    Returns a dict: `record` and `arrays` (fn's results) or `error` and `traceback`, and
-    `stats` (wall_s, cpu_s, peak_rss_bytes, peak_rss_method, worker, host, pid).
+    Returns a dict: `record` and `arrays` (fn's results) or `error` ("ExceptionName:
+    message"), `error_type` (`type_name` of its class) and `traceback`, and `stats` (wall_s,
+    cpu_s, peak_rss_bytes, peak_rss_method, worker, host, pid).
     """
     visible = os.path.isdir(folder)
     checkpoint = os.path.join(folder, f"part-{key}.checkpoint.npz") if visible else None
@@ -94,6 +97,7 @@ def execute(fn, task: dict, shared, key: str, folder: str, in_worker: bool, prog
         except Exception as e:  # a bug or bad settings in this task: reported, never fatal
             out.update(
                 error=" ".join(f"{type(e).__name__}: {e}".split()),
+                error_type=type_name(type(e)),
                 traceback=traceback.format_exc(),
             )
     out["stats"] = {

@@ -47,12 +47,15 @@ from ._observables import layer_norm_gaps as layer_norm_gaps  # noqa: E402
 from ._observables import layer_singular_values as layer_singular_values  # noqa: E402
 from ._observables import max_margin_angle as max_margin_angle  # noqa: E402
 from ._observables import neuron_balancedness as neuron_balancedness  # noqa: E402
+from ._observables import neuron_balancedness_drift as neuron_balancedness_drift  # noqa: E402
 from ._observables import normalised_margin as normalised_margin  # noqa: E402
 from ._observables import singular_value_ratio as singular_value_ratio  # noqa: E402
 from ._observables import stable_rank as stable_rank  # noqa: E402
 from ._pl import distance_from_init as distance_from_init  # noqa: E402
 from ._pl import pl_constant as pl_constant  # noqa: E402
 from ._pl import pl_quotient as pl_quotient  # noqa: E402
+from ._problems import SeparableDeepLinear as SeparableDeepLinear  # noqa: E402
+from ._problems import separable_deep_linear as separable_deep_linear  # noqa: E402
 from ._settings import SolveSettings as SolveSettings  # noqa: E402
 from ._solvers import SOLVERS as SOLVERS  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402

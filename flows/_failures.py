@@ -20,8 +20,21 @@ class MaxStepsReached(RuntimeError):
     """The step budget `max_steps` ran out before the final time. The budget is checked
     inside each chunk (whose own limit is `max_steps`) and between chunks, so a solve stops
     after at most `max_steps` steps plus those of one chunk. The message gives the time
-    reached and advice that fits the solver in use; `.stats` holds the `SolveStats` (a dict)
-    of the work done, as does that of a `FloatingPointError` raised by a solve."""
+    reached and advice that fits the solver in use.
+
+    **Attributes:**
+    - `t`: the flow time reached (float, same units as the ODE): where the solve stopped,
+      or 0.0 when the budget is refused before any work (`gradient_descent`).
+    - `stats` (set by `gradient_flow` and `lazy_comparison`): the `SolveStats` (a dict) of
+      the work done, as on a `FloatingPointError` raised by a solve.
+    """
+
+    def __init__(self, message: str, t: float):
+        super().__init__(message)
+        self.t = float(t)
+
+    def __reduce__(self):  # pickle (a sweep worker's error) with `t` and `stats`
+        return type(self), (self.args[0], self.t), self.__dict__
 
 
 def max_steps_advice(phase: str, settings, stats) -> str:

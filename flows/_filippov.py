@@ -12,7 +12,6 @@ import os
 import time
 
 import diffrax as dfx
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,17 +19,16 @@ import optimistix as optx
 from tqdm.auto import tqdm
 
 from ._checkpoint import atomic_savez
-from ._checks import check_finite, check_positive, check_ts
-from ._controller import step_memory_pid
+from ._checks import check_finite, check_positive
 from ._failures import MaxStepsReached
 from ._flow import Trajectory
 from ._kinks import two_layer_form
 from ._losses import SquaredLoss, get_loss
 from ._pieces import Counts, Pieces, check_chatter, rhs
-from ._settings import SolveSettings, resolve_settings
+from ._settings import SolveSettings, resolve_flow_inputs
 from ._sliding import PieceField
+from ._solve import save_state, solve_span
 from ._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
-from ._times import log_times
 
 _SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
 _CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
@@ -46,32 +44,6 @@ class _IntervalBisection(optx.Bisection):
 
 
 _ROOT = _IntervalBisection(rtol=1e-15, atol=1e-15, flip=True)
-
-
-@eqx.filter_jit
-def _solve_piece(field, mode, solver, y0, t0, t1, dt0, ts, rtol, atol, dtmin, max_steps):
-    sol = dfx.diffeqsolve(
-        dfx.ODETerm(field),
-        solver,
-        t0,
-        t1,
-        dt0,
-        y0,
-        args=mode,
-        saveat=dfx.SaveAt(
-            subs=[dfx.SubSaveAt(ts=ts), dfx.SubSaveAt(t1=True)], controller_state=True
-        ),
-        stepsize_controller=step_memory_pid(rtol, atol, dtmin),
-        event=dfx.Event(field.event, root_finder=_ROOT, direction=False),
-        adjoint=dfx.ForwardMode(),
-        max_steps=max_steps,
-        throw=False,
-    )
-    event = sol.result == dfx.RESULTS.event_occurred
-    ok = (sol.result == dfx.RESULTS.successful) | event
-    hit = sol.result == dfx.RESULTS.max_steps_reached
-    proposal = sol.controller_state[1]
-    return sol.ys[0], sol.ts[0], sol.ts[1][0], sol.ys[1][0], proposal, sol.stats, ok, event, hit
 
 
 def _initial_step(field, y, mode, t1):
@@ -150,18 +122,16 @@ def filippov_flow(
     - `ValueError` naming the argument: bad `t1`, `ts`, `alpha`, tolerances, data shapes,
       non-finite parameters; an unsupported architecture or a smooth activation (pointing to
       `flows.gradient_flow`).
-    - `MaxStepsReached` with the time reached and the surfaces z_ij = 0 of the latest events,
-      when the budget is exhausted or when events accumulate in time (chatter that the
-      sliding rule cannot resolve).
+    - `MaxStepsReached` with the time reached (also as `.t`) and the surfaces z_ij = 0 of the
+      latest events, when the budget is exhausted or when events accumulate in time (chatter
+      that the sliding rule cannot resolve).
 
     **Reference:** Filippov 1988, "Differential Equations with Discontinuous Righthand Sides",
     §2.4 (sliding, the convex set); Dieci & Lopez 2009 (codimension 2, minimum-norm choice);
     Du, Hu & Lee 2018, Thm 2.1 (the invariants).
     """
-    t1 = check_positive("t1", t1)
+    t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     alpha = check_positive("alpha", alpha)
-    ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    settings = resolve_settings(settings, overrides)
     name = "tsit5" if settings.solver == "auto" else settings.solver
     if name not in EXPLICIT:
         raise ValueError(
@@ -211,29 +181,32 @@ def filippov_flow(
         while done < len(ts):
             pending = ts[done:]
             chunk = np.concatenate([pending, np.full(len(ts) - len(pending), t1)])
-            out = _solve_piece(
+            span = solve_span(
                 field,
-                pieces.mode(slack=pieces.slack),
-                solver,
+                save_state,
                 y,
                 jnp.asarray(t),
                 jnp.asarray(t1),
-                jnp.asarray(dt0),
                 jnp.asarray(chunk),
+                None,
+                solver,
                 jnp.asarray(rtol),
                 jnp.asarray(atol),
                 dtmin,
                 int(max_steps),
+                dt0=jnp.asarray(dt0),
+                args=pieces.mode(slack=pieces.slack),
+                event=dfx.Event(field.event, root_finder=_ROOT, direction=False),
             )
-            ys_out, ts_out, t_end, y_end, proposal, st, ok, event, hit = out
+            t_end, y_end, st = span.t_end[0], span.y_end[0], span.stats
             c = pieces.counts
             c.pieces += 1
             c.num_steps += int(st["num_steps"])
             c.num_accepted_steps += int(st["num_accepted_steps"])
             c.num_rejected_steps += int(st["num_rejected_steps"])
-            n_new = min(int(np.sum(np.isfinite(np.asarray(ts_out)))), len(pending))
+            n_new = min(int(np.sum(np.isfinite(np.asarray(span.save_ts)))), len(pending))
             if n_new:
-                block = np.asarray(ys_out)[:n_new]
+                block = np.asarray(span.saved)[:n_new]
                 if not np.all(np.isfinite(block)):
                     raise FloatingPointError(f"the trajectory became non-finite before t={t1}")
                 saved.append(block)
@@ -243,18 +216,20 @@ def filippov_flow(
             t_end = float(t_end)
             bar.update(max(0.0, t_end - t))
             t, y = t_end, y_end
-            dt0 = max(float(proposal), 1e-14 * max(1.0, t))
-            if not bool(ok):
-                if bool(hit):
+            # The next piece starts with the step the controller last proposed.
+            dt0 = max(float(span.state[1][1]), 1e-14 * max(1.0, t))
+            if not bool(span.ok):
+                if bool(span.max_steps_hit):
                     raise MaxStepsReached(
                         f"max_steps={max_steps} reached at t={t:.6g} within one piece "
-                        f"(no event); {pieces.surfaces()}"
+                        f"(no event); {pieces.surfaces()}",
+                        t,
                     )
                 raise RuntimeError(
                     f"the solver failed at t={t:.6g} (step size collapsed or non-finite "
                     f"state); {pieces.surfaces()}"
                 )
-            if bool(event):
+            if bool(span.event):
                 c.events += 1
                 pieces.event_times.append(t)
                 y = pieces.settle(y)
@@ -263,7 +238,8 @@ def filippov_flow(
                 raise MaxStepsReached(
                     f"max_steps={max_steps} (solver steps + events) used up at t={t:.6g} before "
                     f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
-                    f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`"
+                    f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`",
+                    t,
                 )
             if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
                 _write(checkpoint, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)

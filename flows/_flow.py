@@ -11,11 +11,10 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_float64, check_positive, check_ts
+from ._checks import check_finite, check_float64
 from ._flat import FlatSpec
 from ._integrate import integrate
-from ._settings import SolveSettings, resolve_settings
-from ._times import log_times
+from ._settings import SolveSettings, resolve_flow_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,11 +177,10 @@ def gradient_flow(
       gives an `UndefinedObservableWarning` and `Trajectory.undefined`.
     - `FloatingPointError` (Gauss–Legendre solvers) with the time and the Newton residual,
       if the stage equations cannot be solved to 1e-13 even at smaller steps.
-    - `MaxStepsReached` (a `RuntimeError`) with the time reached and the setting to change.
+    - `MaxStepsReached` (a `RuntimeError`) with the time reached (also as its attribute `.t`)
+      and the setting to change.
     """
-    t1 = check_positive("t1", t1)
-    ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    settings = resolve_settings(settings, overrides)
+    t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):
         raise ValueError("params0 has no trainable (inexact array) leaves")

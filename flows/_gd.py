@@ -102,7 +102,8 @@ def gradient_descent(
     if save_steps[-1] > settings.max_steps:
         raise MaxStepsReached(
             f"gradient descent to t={save_steps[-1] * eta:.6g} with eta={eta:g} takes "
-            f"{save_steps[-1]} steps, over max_steps={settings.max_steps}; raise max_steps"
+            f"{save_steps[-1]} steps, over max_steps={settings.max_steps}; raise max_steps",
+            0.0,
         )
     trainable, static = partition(params0)
     if not jax.tree.leaves(trainable):

@@ -1,9 +1,9 @@
 """Chunked adaptive integration: one diffrax call per chunk, solver state carried across.
 
-This is the only place that calls `diffrax.diffeqsolve`. Chunks give a progress bar in time,
-checkpoints that survive an interruption (`_checkpoint.py`), and the points where
-`solver="auto"` tests stiffness (`_stiffness.py`); evaluations are counted per solve
-(`_counting.py`), failures are explained by `_failures.py`.
+Each chunk is one `_solve.solve_span` (the only call of `diffrax.diffeqsolve`). Chunks give
+a progress bar in time, checkpoints that survive an interruption (`_checkpoint.py`), and the
+points where `solver="auto"` tests stiffness (`_stiffness.py`); evaluations are counted per
+solve (`_counting.py`), failures are explained by `_failures.py`.
 """
 
 import os
@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -19,48 +18,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import _checkpoint
-from ._controller import step_memory_pid
 from ._counting import Counter
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._settings import SolveSettings
+from ._solve import solve_span
 from ._solvers import EVALS_PER_STEP, GAUSS, STIFF, make_solver
 from ._stats import SolveStats
 from ._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
-
-
-@eqx.filter_jit
-def _solve_chunk(field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps):
-    solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
-    # Resume with the step the controller last proposed (clipped to the chunk).
-    dt0 = None if state is None else jnp.minimum(controller_state[1], t1 - t0)
-    sol = dfx.diffeqsolve(
-        dfx.ODETerm(field),
-        solver,
-        t0,
-        t1,
-        dt0,
-        y0,
-        saveat=dfx.SaveAt(
-            subs=[dfx.SubSaveAt(ts=ts, fn=save), dfx.SubSaveAt(t1=True)],
-            solver_state=True,
-            controller_state=True,
-            made_jump=True,
-        ),
-        stepsize_controller=step_memory_pid(rtol, atol, dtmin),
-        adjoint=dfx.ForwardMode(),
-        max_steps=max_steps,
-        throw=False,
-        solver_state=solver_state,
-        controller_state=controller_state,
-        made_jump=made_jump,
-    )
-    saved, save_ts, (t_end, y_end) = sol.ys[0], sol.ts[0], (sol.ts[1], sol.ys[1])
-    new_state = (sol.solver_state, sol.controller_state, sol.made_jump)
-    ok = sol.result == dfx.RESULTS.successful
-    max_steps_hit = sol.result == dfx.RESULTS.max_steps_reached
-    collapsed = sol.result == dfx.RESULTS.dt_min_reached
-    return saved, save_ts, t_end, y_end, new_state, sol.stats, ok, max_steps_hit, collapsed
 
 
 @eqx.filter_jit
@@ -116,7 +81,8 @@ def _raise_failure(field, phase, settings, stats, y, t_hit, t_end, norm0, dt, co
     if hit:
         raise MaxStepsReached(
             f"max_steps={settings.max_steps} reached at t={t_hit:.6g} before t={t_end:.6g} "
-            f"(solver {phase!r}); {max_steps_advice(phase, settings, stats)}"
+            f"(solver {phase!r}); {max_steps_advice(phase, settings, stats)}",
+            t_hit,
         )
     raise RuntimeError(f"the solver failed at t={t_hit:.6g} before t={t_end:.6g}")
 
@@ -206,7 +172,7 @@ def integrate(
                     forget_newton_failure()
                     solver_object = make_solver(phase, rtol, atol, settings.gmres_max_iters)
                     started = time.perf_counter()
-                    out = _solve_chunk(
+                    out = solve_span(
                         counter.wrap(field, counted),
                         save,
                         y,
@@ -220,7 +186,7 @@ def integrate(
                         jnp.asarray(DTMIN_RELATIVE),
                         max_steps if monitor is None else min(settings.stiff_steps, max_steps),
                     )
-                    saved, save_ts, t_reached, y_reached, new_state, st, ok, hit, collapsed = out
+                    saved, save_ts, t_reached, y_reached, new_state, st, ok, _, hit, collapsed = out
                     steps = int(st["num_steps"])  # waits for the segment to finish
                     if monitor is not None:
                         monitor.record(
@@ -286,8 +252,10 @@ def integrate(
                         break
                 if stats.num_steps > max_steps:
                     raise MaxStepsReached(
-                        f"max_steps={max_steps} reached by t={t_end:.6g} (solver {phase!r}); "
-                        f"{max_steps_advice(phase, settings, stats)}"
+                        f"max_steps={max_steps} reached at t={t_start:.6g} of t={t_end:.6g} "
+                        f"(solver {phase!r}); "
+                        f"{max_steps_advice(phase, settings, stats)}",
+                        t_start,
                     )
                 stats.chunks = c + 1
                 bar.update(1)

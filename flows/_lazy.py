@@ -27,14 +27,13 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_float64, check_positive, check_ts
+from ._checks import check_finite, check_float64, check_positive
 from ._flat import FlatSpec
 from ._integrate import integrate
 from ._lazy_kinked import check_kinked_solver, kinked_form, kinked_pair
 from ._lazy_rules import LAZY_NODES, lazy_remainder_rule
 from ._losses import get_loss
-from ._settings import SolveSettings, resolve_settings
-from ._times import log_times
+from ._settings import SolveSettings, resolve_flow_inputs
 
 
 def _gauss(nodes: int):
@@ -292,9 +291,7 @@ def lazy_comparison(
     2022, §4 (the PL quotient of the squared loss, `pl`).
     """
     alpha = check_positive("alpha", alpha)
-    t1 = check_positive("t1", t1)
-    ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
-    settings = resolve_settings(settings, overrides)
+    t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     loss = get_loss(loss)
     X, Y = _check_data("data", *data)
     X_test = None

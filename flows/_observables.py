@@ -1,10 +1,10 @@
 """Observables of linear and homogeneous networks: functions of the parameters that
 `gradient_flow(..., observables={name: fn})` and `gradient_descent` record at save times.
 
-Plain functions take the model; the factories (`balancedness_drift`, `normalised_margin`,
-`max_margin_angle`) take what they compare against and return such a function. A factory's
-result is hashed by identity: build it once and reuse it, so that repeated solves reuse their
-compilation.
+Plain functions take the model; the factories (`balancedness_drift`,
+`neuron_balancedness_drift`, `normalised_margin`, `max_margin_angle`) take what they compare
+against and return such a function. A factory's result is hashed by identity: build it once
+and reuse it, so that repeated solves reuse their compilation.
 """
 
 from collections.abc import Callable
@@ -213,3 +213,33 @@ def neuron_balancedness(model: TwoLayerNet) -> Float[Array, " m"]:
     **Reference:** Du, Hu & Lee 2018, Thm 2.1.
     """
     return jnp.sum(model.b**2, axis=1) - model.a**2
+
+
+def neuron_balancedness_drift(
+    params0: TwoLayerNet, *, relative: bool = False
+) -> Callable[[TwoLayerNet], Float[Array, " m"]]:
+    """The drift |q_j(t) − q_j(0)| of the per-neuron invariants q_j = ‖b_j‖² − a_j²
+    (`neuron_balancedness`), one entry per neuron j.
+
+    **Arguments:**
+    - `params0`: the two-layer net at t = 0 (gives q_j(0)).
+    - `relative`: divide neuron j's drift by max(1, ‖b_j(0)‖² + a_j(0)²), the size at t = 0
+      of the two terms whose difference is q_j, floored at 1 as an absolute tolerance floors
+      a relative one (a fixed scale per neuron, unlike `balancedness_drift`'s, which follows
+      the weights). In these units an adaptive solver with tolerance `rtol` keeps the drift
+      at a small multiple of `rtol`.
+
+    **Returns:** `fn(model) -> (m,)` array, ≥ 0.
+
+    **Reference:** Du, Hu & Lee 2018, Thm 2.1 (q_j is constant under gradient flow when the
+    activation is positively homogeneous of degree 1).
+    """
+    q0 = np.asarray(neuron_balancedness(params0))
+    scale = np.ones_like(q0)
+    if relative:
+        scale = np.maximum(1.0, np.asarray(jnp.sum(params0.b**2, axis=1) + params0.a**2))
+
+    def drift(model):
+        return jnp.abs(neuron_balancedness(model) - q0) / scale
+
+    return drift

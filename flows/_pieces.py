@@ -163,5 +163,6 @@ def check_chatter(pieces: Pieces, t: float, max_steps: int) -> None:
         raise MaxStepsReached(
             f"events accumulate at t={t:.12g}: {len(times)} events within "
             f"{times[-1] - times[0]:.3g} of flow time, chatter that the sliding rule does not "
-            f"resolve; {pieces.surfaces()}"
+            f"resolve; {pieces.surfaces()}",
+            t,
         )

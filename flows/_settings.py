@@ -5,7 +5,9 @@ CLI builds one and passes it down; nothing else checks or defaults a tolerance."
 import dataclasses
 import math
 
+from ._checks import check_positive, check_ts
 from ._solvers import GMRES_MAX_ITERS, NAMES
+from ._times import log_times
 
 _MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps
 
@@ -136,3 +138,13 @@ def resolve_settings(settings: SolveSettings | None, overrides: dict) -> SolveSe
     elif not isinstance(settings, SolveSettings):
         raise ValueError(f"settings must be a flows.SolveSettings, got {type(settings).__name__}")
     return settings.replace(**overrides) if overrides else settings
+
+
+def resolve_flow_inputs(t1, ts, settings: SolveSettings | None, overrides: dict):
+    """The inputs every flow entry point (`gradient_flow`, `lazy_comparison`,
+    `filippov_flow`) shares: `t1` checked finite and > 0; `ts` checked, or by default
+    `log_times(t1, 100)` from 1e-3·min(1, t1); `settings` resolved by `resolve_settings`.
+    Returns `(t1, ts, settings)`; raises the `ValueError` or `TypeError` of each check."""
+    t1 = check_positive("t1", t1)
+    ts = log_times(t1, 100, t_min=1e-3 * min(1.0, t1)) if ts is None else check_ts(ts, t1)
+    return t1, ts, resolve_settings(settings, overrides)

@@ -19,8 +19,6 @@ from ._problem import problem_for
 from ._report import _summary
 from ._tasks import assemble, balance_task, balance_tasks
 
-_USAGE = "UsageError: "  # how the sweep reports a task's UsageError (bad settings)
-
 
 def run(args) -> int:
     s = settings(args)
@@ -94,8 +92,8 @@ def _run(args, s, sweep) -> int:
     _interrupt.check()
     failed = [r for r in results if r.failed]
     for r in failed:  # bad settings found by a flow (budget, divergent η): one line, exit 2
-        if r.error.startswith(_USAGE):
-            raise UsageError(r.error[len(_USAGE) :])
+        if r.raised(UsageError):
+            raise UsageError(r.error_message)
     out = {**config, **assemble(s, results), "sweep": _info(sweep, results)}
     out["failed_tasks"] = [{"task": r.task, "reason": r.error} for r in failed]
     out["complete"] = not failed

@@ -3,6 +3,7 @@
 import argparse
 
 from .._options import (
+    SOLVE_DEFAULTS,
     UsageError,
     add_data_options,
     add_list,
@@ -38,46 +39,48 @@ DEFAULTS = {
     "t1": None,
     "loss_decades": 6.0,
     "n_times": 100,
-    "solver": "tsit5",
-    "rtol": 1e-10,
-    "atol": 1e-12,
-    "max_steps": 200_000,
+    "solver": "tsit5",  # the experiment's choice (the library's default is "auto")
+    **SOLVE_DEFAULTS,  # rtol, atol, max_steps: the library's
     "nodes": None,
     "rate_window": 0.5,
     "lip_radius": 1.0,
 }
 
 
+def _option(group, key: str, help: str, **kwargs) -> None:
+    """The option of settings key `key` (`--n-times` for "n_times"), default from DEFAULTS."""
+    group.add_argument(flag(key), default=DEFAULTS[key], help=help, **kwargs)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = DEFAULTS
     g = add_data_options(p, files=True, classes=d["classes"], n_train=d["n_train"])
-    g.add_argument("--dim", type=int, default=d["dim"], help="teacher: input dimension (16)")
-    g.add_argument(
-        "--teacher-neurons", type=int, default=d["teacher_neurons"], help="teacher: neurons (3)"
-    )
+    _option(g, "dim", "teacher: input dimension (%(default)s)", type=int)
+    _option(g, "teacher_neurons", "teacher: neurons (%(default)s)", type=int)
     g = p.add_argument_group("model")
-    g.add_argument("--width", type=int, default=d["width"], help="hidden width (256)")
-    g.add_argument(
-        "--depth",
+    _option(g, "width", "hidden width (%(default)s)", type=int)
+    _option(
+        g,
+        "depth",
+        "hidden layers: 1 is the bias-free two-layer net f = m^-1/2 Σ a_j σ(b_j·x) "
+        "(models.TwoLayerNet); >1 is models.MLP without biases, N(0, 1/fan-in) weights "
+        "(%(default)s)",
         type=int,
-        default=d["depth"],
-        help="hidden layers: 1 is the bias-free two-layer net f = m^-1/2 Σ a_j σ(b_j·x) "
-        "(models.TwoLayerNet); >1 is models.MLP without biases, N(0, 1/fan-in) weights (1)",
     )
-    g.add_argument(
-        "--activation",
-        default=d["activation"],
-        help="gelu, tanh, softplus (smooth), relu, abs, leaky_relu (default gelu); the kinked "
+    _option(
+        g,
+        "activation",
+        "gelu, tanh, softplus (smooth), relu, abs, leaky_relu (default %(default)s); the kinked "
         "ones are integrated exactly by flows.filippov_flow (--depth 1, explicit --solver)",
     )
-    g.add_argument(
-        "--symmetrize",
-        choices=("doubled", "centred"),
-        default=d["symmetrize"],
-        help="h(w0) = 0 by f(w1) − f(w2), both trained (doubled), or f(w) − f(w0) with w0 "
+    _option(
+        g,
+        "symmetrize",
+        "h(w0) = 0 by f(w1) − f(w2), both trained (doubled), or f(w) − f(w0) with w0 "
         "frozen (centred). Default: %(default)s",
+        choices=("doubled", "centred"),
     )
-    g.add_argument("--seed", type=int, default=d["seed"], help="model and data split seed (0)")
+    _option(g, "seed", "model and data split seed (%(default)s)", type=int)
     g = p.add_argument_group("flow")
     add_list(
         g,
@@ -85,38 +88,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=d["alphas"],
         help="scales α > 0 (comma- or space-separated); default 10^0 ... 10^6 in half-decades",
     )
-    g.add_argument(
-        "--t1",
-        type=float,
-        default=d["t1"],
-        help="horizon (flow time); default: flows.lazy_horizon, D·ln(10)/(2·λ_min(Σ)) with "
+    _option(
+        g,
+        "t1",
+        "horizon (flow time); default: flows.lazy_horizon, D·ln(10)/(2·λ_min(Σ)) with "
         "D = --loss-decades, so that the linearised loss falls by at least 10^D",
+        type=float,
     )
-    g.add_argument("--loss-decades", type=float, default=d["loss_decades"], help="D (6)")
-    g.add_argument(
-        "--n-times",
+    _option(g, "loss_decades", "D (%(default)g)", type=float)
+    _option(
+        g,
+        "n_times",
+        "log-spaced save times (%(default)s), plus 20 evenly spaced ones for the late tail",
         type=int,
-        default=d["n_times"],
-        help="log-spaced save times (100), plus 20 evenly spaced ones for the late tail",
     )
-    g.add_argument(
-        "--nodes",
-        type=int,
-        default=d["nodes"],
-        help="Gauss-Legendre nodes of the remainder form (default: flows.LAZY_NODES). "
+    _option(
+        g,
+        "nodes",
+        "Gauss-Legendre nodes of the remainder form (default: flows.LAZY_NODES). "
         "lazy_comparison picks the form by flows.lazy_remainder_rule (remainder for α >= 30)",
+        type=int,
     )
-    g.add_argument(
-        "--rate-window",
+    _option(
+        g,
+        "rate_window",
+        "the late rate is fitted over t in [(1 − w)·t1, t1] (w = %(default)g)",
         type=float,
-        default=d["rate_window"],
-        help="the late rate is fitted over t in [(1 − w)·t1, t1] (w = 0.5)",
     )
-    g.add_argument(
-        "--lip-radius",
+    _option(
+        g,
+        "lip_radius",
+        "Lip(Dh) is estimated at w0 and at random points this far from it (%(default)g)",
         type=float,
-        default=d["lip_radius"],
-        help="Lip(Dh) is estimated at w0 and at random points this far from it (1)",
     )
     add_solver_options(
         p,

@@ -27,8 +27,7 @@ Three figures, each computed into `<name>.npz` in the run folder and drawn from 
   gradient descent with a large step leaving its hyperbola (Du, Hu & Lee 2018).
 """
 
-import importlib
-
+from .._deferred import deferred_exports
 from ._cli import CONSERVATION_STARTS as CONSERVATION_STARTS
 from ._cli import add_arguments as add_arguments
 
@@ -52,16 +51,7 @@ _LIBRARY = {
     "conservation_portrait": "._conservation",
     "draw_conservation": "._conservation",
 }
-
-
-def __getattr__(name: str):
-    if name in _LIBRARY:
-        return getattr(importlib.import_module(_LIBRARY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LIBRARY])
+__getattr__, __dir__ = deferred_exports(__name__, _LIBRARY, globals())
 
 
 def plot(folder: str, fmt: str = "png", names=("seed", "flows", "conservation")) -> list[str]:

@@ -11,6 +11,8 @@ from matplotlib import colors
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+import flows
+
 from .. import _plotting
 from ._checks import _bounds, _grid_size, _point, _points, _positive
 from ._drawing import (
@@ -139,8 +141,8 @@ def conservation_portrait(
     t1: float = 20.0,
     n_times: int = 200,
     grid: int = 81,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = flows.SolveSettings().rtol,
+    atol: float = flows.SolveSettings().atol,
     invariant_label: str | None = None,
     path: str | None = None,
     draw: bool = True,

@@ -159,8 +159,8 @@ def flow_portrait(
     t1: float = 10.0,
     n_times: int = 200,
     grid: int = 41,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = flows.SolveSettings().rtol,
+    atol: float = flows.SolveSettings().atol,
     labels: Sequence[str] = ("F", "F̄"),
     path: str | None = None,
     draw: bool = True,
@@ -181,7 +181,7 @@ def flow_portrait(
     - `t1`: flow time of every trajectory (> 0).
     - `n_times`: saved points per trajectory (log-spaced in t, plus t = 0).
     - `grid`: grid points per axis for level sets and streamlines.
-    - `rtol`, `atol`: solver tolerances.
+    - `rtol`, `atol`: solver tolerances (default: those of `flows.SolveSettings()`).
     - `labels`: names of the objectives in titles and legend.
     - `path`: if given, save the figure there (.png, .svg or .pdf).
     - `draw`: draw the figure; with `False` only `data` is computed (`figure` is None).
@@ -237,8 +237,8 @@ def lazy_flow_portrait(
     t1: float = 10.0,
     n_times: int = 200,
     grid: int = 41,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    rtol: float = flows.SolveSettings().rtol,
+    atol: float = flows.SolveSettings().atol,
     path: str | None = None,
     draw: bool = True,
 ) -> Portrait:

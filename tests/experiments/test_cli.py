@@ -1,5 +1,7 @@
 """The `gradflows` command: cheap listing, one run-folder policy, one way to read options."""
 
+import argparse
+import importlib
 import json
 import subprocess
 import sys
@@ -79,6 +81,24 @@ def test_solver_settings_are_checked_by_the_library_rule_before_anything(
     assert cli("run", name, *argv, "--out", tmp_path / "x") == 2
     assert says in one_line(capsys.readouterr().err)
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("name", ["lazy", "portrait"])
+def test_the_solver_options_default_to_the_library_settings(name):
+    # The CLI restates flows.SolveSettings()'s defaults (its parsers import no JAX): a pin.
+    import flows
+    from experiments._options import SOLVE_DEFAULTS, SOLVERS
+
+    library = flows.SolveSettings()
+    assert SOLVE_DEFAULTS == {k: getattr(library, k) for k in SOLVE_DEFAULTS}
+    assert set(SOLVERS) <= set(flows.SOLVERS)
+    parser = argparse.ArgumentParser()
+    importlib.import_module(_cli.EXPERIMENTS[name]).add_arguments(parser)
+    args = vars(parser.parse_args([]))
+    assert {k: args[k] for k in SOLVE_DEFAULTS if k in args} == {
+        k: getattr(library, k) for k in SOLVE_DEFAULTS if k in args
+    }
+    assert "rtol" in args and "atol" in args
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,8 @@ def cheap(task, shared, ctx):
         os.kill(os.getpid(), signal.SIGKILL)
     if task.get("raise"):
         raise ZeroDivisionError("this task divides by zero")
+    if task.get("usage"):
+        raise UsageError(f"--scale: {task['scale']} is refused by this task")
     time.sleep(task.get("sleep", 0.0))
     w = jax.random.normal(jax.random.PRNGKey(task["seed"]), (40, 40), dtype=jnp.float64)
     x = jnp.tanh(task["scale"] * w) @ jnp.sin(w)
@@ -108,6 +110,10 @@ def test_a_task_that_raises_fails_alone_and_is_tried_again_on_resume(tmp_path, s
     with Sweep(workers=0, progress=False) as sweep:
         ok, bad = sweep.run(cheap, tasks, str(tmp_path), shared=shared)
         assert not ok.failed and bad.error == "ZeroDivisionError: this task divides by zero"
+        # The exception's class travels with the result, exactly (a parent class is not it).
+        assert bad.error_type == "builtins.ZeroDivisionError" and ok.error_type is None
+        assert bad.raised(ZeroDivisionError) and not bad.raised(ArithmeticError)
+        assert bad.error_message == "this task divides by zero"
         with open(tmp_path / "logs" / f"{bad.key}.log") as f:
             assert "Traceback" in f.read()
         assert not os.path.exists(tmp_path / f"part-{bad.key}.json")
@@ -136,6 +142,16 @@ def test_a_local_cluster_gives_the_same_bits_as_in_process(cluster, reference, t
         assert r.stats["worker"] != "client" and r.stats["pid"] != os.getpid()
     assert len({r.stats["pid"] for r in results}) == 2  # both workers took tasks
     assert os.listdir(tmp_path / "logs")  # the workers' and tasks' logs
+
+
+@pytest.mark.slow
+def test_the_class_of_a_task_error_comes_back_from_a_worker(cluster, tmp_path, shared):
+    tasks = [{"seed": 0, "scale": 2.0, "usage": True}, {"seed": 1, "scale": 1.0, "raise": True}]
+    usage, other = cluster.run(cheap, tasks, str(tmp_path), shared=shared)
+    assert usage.stats["worker"] != "client"  # raised in a worker process
+    assert usage.error_type == "experiments._options.UsageError" and usage.raised(UsageError)
+    assert usage.error_message == "--scale: 2.0 is refused by this task"
+    assert other.raised(ZeroDivisionError) and not other.raised(UsageError)
 
 
 @pytest.mark.slow

@@ -2,6 +2,8 @@
 (with the norms), a state that really grows, or a non-finite one. The step-size floor is
 relative to the time reached. Budgets bound the work; advice fits the solver in use."""
 
+import pickle
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -48,9 +50,25 @@ def test_a_chattering_kink_is_reported_with_its_time_and_the_kink_advice():
             lambda w: jnp.sum(jnp.abs(w)), jnp.ones(1), 2.0, solver="tsit5", max_steps=2000
         )
     message = str(info.value)
-    t = float(message.split(" at t=")[1].split(" ")[0])
-    assert abs(t - 1.0) <= 1e-5  # printed with 6 digits: "t=1"
-    assert "kinks (ReLU)" in message
+    assert abs(info.value.t - 1.0) <= 1e-5  # measured |t − 1| = 1.5e-7
+    assert f"at t={info.value.t:.6g} " in message and "kinks (ReLU)" in message
+
+
+def test_max_steps_reached_carries_the_time_reached_as_t():
+    # gradient_flow: w' = −w from 1 to t = 100 with 5 steps (and so in one chunk).
+    with pytest.raises(flows.MaxStepsReached) as flow:
+        flows.gradient_flow(lambda w: 0.5 * jnp.sum(w**2), jnp.ones(2), 100.0, solver="tsit5",
+                            max_steps=5, chunks=1)  # fmt: skip
+    e = flow.value
+    assert type(e.t) is float and 0 < e.t < 100 and f"reached at t={e.t:.6g} " in str(e)
+    assert e.stats["num_steps"] == 5
+    # Pickled (a sweep worker's error) with its time and work.
+    again = pickle.loads(pickle.dumps(e))
+    assert (again.t, again.stats, str(again)) == (e.t, e.stats, str(e))
+    # gradient_descent refuses an over-budget run before any work: t = 0.
+    with pytest.raises(flows.MaxStepsReached) as gd:
+        flows.gradient_descent(stiff_quadratic, jnp.ones(2), 1.0, eta=0.1, max_steps=5)
+    assert gd.value.t == 0.0
 
 
 def test_relu_net_at_a_kink_is_a_collapsed_step_with_bounded_norms(digits_3_10_pca3):

@@ -18,16 +18,8 @@ TS = flows.log_times(T1, 40)
 # (195 steps at rtol 1e-8); the budget leaves ~3x room.
 STEP_BUDGET = 1_000
 
-_key = jax.random.PRNGKey(0)
-X = jax.random.normal(_key, (20, 5))
-y = jnp.sign(X @ jnp.array([1.0, -2.0, 0.5, 1.0, 0.3]))
-_logistic = flows.LogisticLoss("mean")
-
-
-def loss(net):
-    return _logistic(jax.vmap(net)(X)[:, 0], y)
-
-
+# 20 separable points, generic Gaussian init of scale 1 (the 5 → 4 → 3 → 1 net of DIMS).
+loss, NET0, X, y = flows.separable_deep_linear(20, scale=1.0)
 DIRECTION = flows.max_margin(X, y).direction
 OBSERVABLES = {
     "singular_values": flows.layer_singular_values,
@@ -56,8 +48,7 @@ def _solve(net0):
 
 @pytest.fixture(scope="module")
 def generic():
-    net0 = models.DeepLinearNet.gaussian(DIMS, scale=1.0, key=jax.random.PRNGKey(1))
-    return net0, _solve(net0)
+    return NET0, _solve(NET0)
 
 
 def _drift(traj, net0):

@@ -69,21 +69,9 @@ def test_fixed_step_error_falls_with_the_order_of_the_method(name, order, margin
 # ---------------------------------------------------------------- conservation
 
 
-def _deep_linear_problem():
-    X = jax.random.normal(jax.random.PRNGKey(0), (20, 5))
-    y = jnp.sign(X @ jnp.array([1.0, -2.0, 0.5, 1.0, 0.3]))
-    logistic = flows.LogisticLoss("mean")
-
-    def loss(net):
-        return logistic(jax.vmap(net)(X)[:, 0], y)
-
-    net0 = models.DeepLinearNet.gaussian([5, 4, 3, 1], scale=1.0, key=jax.random.PRNGKey(1))
-    return loss, net0
-
-
 @pytest.mark.slow
 def test_gauss4_keeps_balancedness_to_round_off_at_loose_rtol_where_tsit5_drifts():
-    loss, net0 = _deep_linear_problem()
+    loss, net0, _, _ = flows.separable_deep_linear(20, scale=1.0)
     drift = {"drift": flows.balancedness_drift(net0, relative=True)}
     out = {}
     for solver in ("gauss4", "tsit5"):

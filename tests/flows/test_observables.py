@@ -1,5 +1,6 @@
 """Observables and the max-margin direction, against closed forms and an independent QP."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,6 +97,21 @@ def test_balancedness_drift_and_neuron_invariant_values():
     )
     with pytest.raises(ValueError, match="at least two layers"):
         flows.balancedness_drift(models.DeepLinearNet([jnp.eye(2)]))
+
+
+def test_neuron_balancedness_drift_values_absolute_and_relative_to_the_initial_scale():
+    net0 = models.TwoLayerNet(2, 2, activation="relu", key=jax.random.PRNGKey(0))
+    net0 = eqx.tree_at(
+        lambda n: (n.a, n.b), net0, (jnp.array([0.5, 2.0]), jnp.array([[1.0, 0.0], [0.0, 0.1]]))
+    )
+    # q(0) = (1 − 0.25, 0.01 − 4) = (0.75, −3.99); scales max(1, ‖b_j‖² + a_j²) = (1.25, 4.01).
+    net1 = eqx.tree_at(lambda n: n.a, net0, jnp.array([1.0, 1.0]))  # q(1) = (0, −0.99)
+    np.testing.assert_allclose(flows.neuron_balancedness_drift(net0)(net1), [0.75, 3.0])
+    rel_of = flows.neuron_balancedness_drift(net0, relative=True)
+    np.testing.assert_allclose(rel_of(net1), [0.75 / 1.25, 3.0 / 4.01], rtol=1e-15)
+    # The scale stays that of t = 0 (‖b_1‖² grew to 4: 3/1.25, not 3/4.25).
+    net2 = eqx.tree_at(lambda n: n.b, net0, jnp.array([[2.0, 0.0], [0.0, 0.1]]))
+    np.testing.assert_allclose(rel_of(net2), [3.0 / 1.25, 0.0], rtol=1e-15, atol=1e-15)
 
 
 @pytest.mark.parametrize(

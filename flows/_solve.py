@@ -1,0 +1,96 @@
+"""One adaptive diffrax solve over a span of flow time: the only call of
+`diffrax.diffeqsolve` in flows. `integrate` chains these spans (chunks, with the solver state
+carried) and `filippov_flow` runs one per smooth piece (ending at an event)."""
+
+from typing import Any, NamedTuple
+
+import diffrax as dfx
+import equinox as eqx
+import jax.numpy as jnp
+
+from ._controller import step_memory_pid
+
+
+def save_state(t, y, args):
+    """The default save function: the state itself."""
+    return y
+
+
+class Span(NamedTuple):
+    """What one `solve_span` returns (arrays; `ts`-padded entries past a failure are inf).
+
+    - `saved`: `save(t, y, args)` at the save times, leading axis `len(ts)`.
+    - `save_ts`: the times saved, `(len(ts),)`.
+    - `t_end`, `y_end`: the time and state reached, with a leading axis of length 1.
+    - `state`: `(solver_state, controller_state, made_jump)` to resume from; the controller
+      state's second entry is the step it last proposed.
+    - `stats`: diffrax's step counts.
+    - `ok`: the solve reached `t1` or stopped at the event; `event`: it stopped at the event;
+      `max_steps_hit`: it ran out of steps; `collapsed`: the step size fell below `dtmin`.
+    """
+
+    saved: Any
+    save_ts: Any
+    t_end: Any
+    y_end: Any
+    state: tuple
+    stats: dict
+    ok: Any
+    event: Any
+    max_steps_hit: Any
+    collapsed: Any
+
+
+@eqx.filter_jit
+def solve_span(
+    field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps,
+    *, dt0=None, args=None, event=None,
+) -> Span:  # fmt: skip
+    """Solve y' = field(t, y, args) from `t0` to `t1` with `solver` under the step-memory PID
+    controller, saving `save(t, y, args)` at `ts` and the state at `t1` (or where it
+    stopped), in forward mode, without throwing.
+
+    `state` (from a previous `Span`) resumes the solver, the controller and the jump flag,
+    with the step the controller last proposed, clipped to the span; with `state=None` the
+    first step is `dt0` (None: diffrax's initial step selection). `event`: a `diffrax.Event`
+    that ends the solve early.
+    """
+    solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
+    if state is not None:
+        dt0 = jnp.minimum(controller_state[1], t1 - t0)
+    sol = dfx.diffeqsolve(
+        dfx.ODETerm(field),
+        solver,
+        t0,
+        t1,
+        dt0,
+        y0,
+        args=args,
+        saveat=dfx.SaveAt(
+            subs=[dfx.SubSaveAt(ts=ts, fn=save), dfx.SubSaveAt(t1=True)],
+            solver_state=True,
+            controller_state=True,
+            made_jump=True,
+        ),
+        stepsize_controller=step_memory_pid(rtol, atol, dtmin),
+        event=event,
+        adjoint=dfx.ForwardMode(),
+        max_steps=max_steps,
+        throw=False,
+        solver_state=solver_state,
+        controller_state=controller_state,
+        made_jump=made_jump,
+    )
+    event_hit = sol.result == dfx.RESULTS.event_occurred
+    return Span(
+        saved=sol.ys[0],
+        save_ts=sol.ts[0],
+        t_end=sol.ts[1],
+        y_end=sol.ys[1],
+        state=(sol.solver_state, sol.controller_state, sol.made_jump),
+        stats=sol.stats,
+        ok=(sol.result == dfx.RESULTS.successful) | event_hit,
+        event=event_hit,
+        max_steps_hit=sol.result == dfx.RESULTS.max_steps_reached,
+        collapsed=sol.result == dfx.RESULTS.dt_min_reached,
+    )
