@@ -6,7 +6,7 @@ on the negative real axis (Tsit5 ≈ 3.5). A gradient flow's Jacobian is −∇�
 from the previous test's Ritz vector. After every solve segment `StiffnessMonitor.decide`
 compares h·λ̂, h the step the controller proposes next:
 - explicit phase: h·λ̂ ≥ `margin`·b says the controller is held by stability, not by
-  accuracy (a positive test); `to_stiff` positive tests in a row switch to the stiff solver;
+  accuracy (a positive test); `to_stiff` positive tests in a row ask for a trial step (below);
 - stiff phase: the explicit solver would need max(1, h·λ̂/b) steps where the stiff solver
   takes one, so it is cheaper when c_e·max(1, h·λ̂/b) < c_s/2, c_e and c_s the measured
   seconds per step of each (the median over the solve's segments, the first of each solver
@@ -19,14 +19,16 @@ compares h·λ̂, h the step the controller proposes next:
   dominate its steps on small problems (4–11 ms per exprb32 step against 0.3 ms per
   Tsit5 step at p ≈ 1000; benchmarks/engine.py), so switch times can differ slightly
   between machines and runs; every decision's inputs are recorded.
-Each switch back doubles the positive tests needed before the next switch to the stiff
-solver, so that a flow where the stiff solver does not pay (a logistic flow, whose Hessian
-decays like 1/t) stops paying for it. The thresholds differ (hysteresis), so that a flow near
-the boundary does not flip-flop. A segment is `first` steps long after a switch and doubles
-after every test that keeps the solver, up to `longest` steps: a flow that turns stiff is
-caught within `longest` steps of the explicit solver, and one that never does is tested a
-few times per decade of steps. Every switch is recorded with its time, h·λ̂ and the
-cost ratio c_s/c_e it used.
+Before a switch to the stiff solver, one trial step of it from the current state, 2·c_s/c_e
+times as long as the explicit solver's step, must pass the error test (in the manner of LSODA,
+which estimates the step the other method would take). Each rejected trial and each switch
+back doubles the positive tests needed before the next trial, so that a flow where the stiff
+solver does not pay (a logistic flow, whose Hessian decays like 1/t) stops paying for it.
+The thresholds differ (hysteresis), so that a flow near the boundary does not flip-flop.
+A segment is `first` steps long after a switch and doubles after every test that keeps the
+solver, up to `longest` steps: a flow that turns stiff is caught within `longest` steps of
+the explicit solver, and one that never does is tested a few times per decade of steps.
+Every switch is recorded with its time, h·λ̂ and the cost ratio c_s/c_e it used.
 
 Reference: Hairer & Wanner, Solving Ordinary Differential Equations II, §IV.2 (the stiffness
 test of DOPRI5: h·λ̂ against the stability boundary, repeated along the path); Petzold 1983,
@@ -177,8 +179,8 @@ class StiffnessMonitor:
             # solver's stable step? One trial step of that length tells.
             error = float(probe(2 * ratio * h))
             self.probes.append({"t": float(t), "h": 2 * ratio * float(h), "error": error})
-            if not error <= 1.0:
-                self.streak = 0
+            if not error <= 1.0:  # it would not pay here: ask more before the next trial
+                self.streak, self.to_stiff = 0, 2 * self.to_stiff
                 return phase
         self.streak, self.steps = 0, self.first
         new = self.explicit if stiff_now else self.stiff

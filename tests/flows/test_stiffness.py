@@ -38,22 +38,23 @@ def test_monitor_switches_after_consecutive_tests_both_ways_and_records_h_lambda
     # h·λ_max with λ_max = 10. Explicit: positive when h·λ̂ ≥ 0.8·3.5 = 2.8, two in a row ask
     # for a trial step of 2·ratio·h = 8h. Stiff: negative when Tsit5's steps would cost less
     # than half exprb32's: h·λ̂ < max(0.5, ratio/2)·3.5 = 7.
-    hs = (0.5, 0.1, 0.5, 0.5, 0.5, 0.5, 1.0, 0.6, 1.0, 0.6, 0.6, 0.5)
+    hs = (0.5, 0.1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 0.6, 1.0, 0.6, 0.6, 0.5)
     phases, phase = [], "tsit5"
     for h in hs:
         phase = monitor.decide(phase, _quadratic, 0.0, y, h, probe=probe)
         phases.append(phase)
-    # A rejected trial step keeps Tsit5 and restarts the streak; an accepted one switches.
-    # Back after two negatives in a row (a positive one in between restarts the streak).
-    assert phases == ["tsit5"] * 5 + ["exprb32"] * 5 + ["tsit5"] * 2
+    # A rejected trial step keeps Tsit5, restarts the streak and doubles the positive tests
+    # the next trial needs (4); an accepted one switches. Back after two negatives in a row
+    # (a positive one in between restarts the streak).
+    assert phases == ["tsit5"] * 7 + ["exprb32"] * 5 + ["tsit5"] * 2
     np.testing.assert_allclose(trials, [4.0, 4.0], rtol=1e-12)
     assert [p["error"] for p in monitor.probes] == [2.0, 0.5]
     assert [s["to"] for s in monitor.switches] == ["exprb32", "tsit5"]
     # λ̂ = 10 exactly: Lanczos on 4 distinct eigenvalues (measured |h·λ̂ − 5| = 0, |−6| = 0).
     np.testing.assert_allclose([s["h_lambda"] for s in monitor.switches], [5.0, 6.0], rtol=1e-10)
     assert [s["cost_ratio"] for s in monitor.switches] == pytest.approx([4.0, 4.0])
-    # The stiff solver did not pay: the next switch asks twice as many positive tests.
-    assert monitor.to_stiff == 4
+    # The stiff solver did not pay: the next trial asks twice as many positive tests again.
+    assert monitor.to_stiff == 8
     assert BOUNDARY["tsit5"] == 3.5 and monitor.tests == len(hs)
 
 
