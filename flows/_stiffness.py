@@ -77,12 +77,16 @@ def probe_error(solver, field, t, y, h, rtol, atol):
 
 
 @eqx.filter_jit
-def lambda_max(field, t, y, start, iters: int):
-    """`(λ̂, ritz)`: the largest eigenvalue of −∂field/∂y at (t, y), flat `y` `(p,)`, from
-    `iters` Lanczos steps started at `start` `(p,)`, and its Ritz vector `(p,)` (the next
-    start); `y` may be a pytree, `p` its number of entries. For a gradient flow
-    λ̂ ≤ λ_max(∇²F), with equality once the Krylov space holds the top eigenvector."""
+def lambda_max(field, t, y, previous, key, iters: int):
+    """`(λ̂, ritz)`: the largest eigenvalue of −∂field/∂y at (t, y), from `iters` Lanczos steps,
+    and its Ritz vector `(p,)` (the next call's `previous`); `y` may be a pytree, `p` its
+    number of entries. The start is `previous` `(p,)` plus a little of a random vector drawn
+    with `key` (a start inside an invariant subspace would never see a direction that turns
+    stiff outside it), or the random vector alone when `previous` is None. For a gradient
+    flow λ̂ ≤ λ_max(∇²F), with equality once the Krylov space holds the top eigenvector."""
     flat, unravel = ravel_pytree(y)
+    fresh = jax.random.normal(key, flat.shape, flat.dtype)
+    start = fresh if previous is None else previous + 0.1 * fresh / jnp.linalg.norm(fresh)
     _, jvp = jax.linearize(lambda x: ravel_pytree(field(t, unravel(x), None))[0], flat)
     basis = krylov_phi(
         lambda v: -jvp(v), start, 1.0, 1, tol=-1.0, m_max=iters, symmetric=True, check_every=iters
@@ -126,12 +130,8 @@ class StiffnessMonitor:
 
     def lam(self, field, t: float, y) -> float:
         """λ̂ at (t, y), warm-starting Lanczos from the last Ritz vector."""
-        flat = ravel_pytree(y)[0]
-        fresh = jax.random.normal(jax.random.PRNGKey(self.tests), flat.shape, flat.dtype)
-        # The last Ritz vector, plus a little of a fresh random one: a start inside an
-        # invariant subspace would never see a direction that turns stiff outside it.
-        start = fresh if self.start is None else self.start + 0.1 * fresh / jnp.linalg.norm(fresh)
-        lam, self.start = lambda_max(field, jnp.asarray(t), y, start, self.iters)
+        key = jax.random.PRNGKey(self.tests)
+        lam, self.start = lambda_max(field, jnp.asarray(t), y, self.start, key, self.iters)
         self.tests += 1
         return float(lam)
 
