@@ -114,7 +114,7 @@ def add_solver_options(
             "--solver",
             choices=SOLVERS,
             default=solver,
-            help="diffrax solver, or 'auto' (Tsit5, Kvaerno5 once stiff); default %(default)s",
+            help="diffrax solver, or 'auto' (Tsit5, exprb32 where cheaper); default %(default)s",
         )
     g.add_argument("--rtol", type=float, default=rtol, help="relative tolerance (%(default)g)")
     g.add_argument("--atol", type=float, default=atol, help="absolute tolerance (%(default)g)")

@@ -16,7 +16,7 @@ def squared_tasks(s) -> list[dict]:
 
 def squared_task(problem, s, task, ctx) -> tuple[dict, dict]:
     T = s["squared_t1"]
-    tqdm.write(f"squared-loss flow to t={T:.3g} (solver auto: Tsit5, then Kvaerno5 when stiff)")
+    tqdm.write(f"squared-loss flow to t={T:.3g} (solver auto: Tsit5, then exprb32 when stiff)")
     rtol = s["rtols"][0]
     traj, arrays, wall = _flow(
         problem,
