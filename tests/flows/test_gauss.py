@@ -10,7 +10,6 @@ import pytest
 import scipy.linalg
 
 import flows
-import flows._integrate
 import models
 from flows import GaussLegendre, gauss_legendre_tableau
 

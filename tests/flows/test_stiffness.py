@@ -118,10 +118,9 @@ def test_auto_stays_explicit_on_a_logistic_deep_linear_flow_and_keeps_balancedne
     )  # fmt: skip
     stats = traj.stats
     drift = traj.observables["drift"].max()
-    print(stats["switches"], stats["num_steps"], stats["stiffness"], drift / rtol)
     assert stats["stiffness"] > 1e4  # measured 1.96e5: the old rule would have gone implicit
     assert stats["switches"] == [] and stats["solvers"] == ["tsit5"]
-    # Measured 0.83·rtol (Tsit5 alone: the same 397 steps); Kvaerno5 throughout, the old
-    # rule's choice: 7.7·rtol. The bound 3·rtol (margin 3.6×, not 10×) is kept below 7.7 so
-    # that the drift itself tells the two apart; the solver check above does so exactly.
-    assert drift <= 3 * rtol
+    # Measured 0.83·rtol (Tsit5 alone: the same 398 steps); Kvaerno5 throughout, the old
+    # rule's choice: 7.7·rtol, exprb32 throughout 3.3·rtol (benchmarks/engine.json). The
+    # solver check above tells them apart exactly; the drift bound has the 12× margin.
+    assert drift <= 10 * rtol
