@@ -105,11 +105,12 @@ def integrate(
 
     `settings.solver="auto"` starts with Tsit5 and tests stiffness along the path
     (`StiffnessMonitor`: h·λ̂ against Tsit5's stability boundary, λ̂ by warm-started Lanczos
-    on the Jacobian, which must be symmetric, as a gradient flow's is) after every chunk
-    and every segment of at most `stiff_steps` steps; it goes on with the exponential
-    Rosenbrock solver exprb32 from the time reached after `stiff_tests` positive tests in a
-    row, and back to Tsit5 after `explicit_tests` tests in a row find Tsit5's steps cheaper
-    than exprb32's (seconds per step, measured along the solve). `stats.switches` records
+    on the Jacobian, which must be symmetric, as a gradient flow's is) at the end of each
+    segment (10 steps after a switch, doubling up to `stiff_steps`); after `stiff_tests`
+    positive tests in a row and an accepted trial step of the exponential Rosenbrock solver
+    exprb32 it goes on with exprb32 from the time reached, and back to Tsit5 after
+    `explicit_tests` tests in a row find Tsit5's steps cheaper than exprb32's (seconds per
+    step, measured along the solve). `stats.switches` records
     each switch (t, to, h·λ̂, the measured cost ratio of the two solvers' steps);
     `stats.stiffness` is λ̂·t1 at y0, for the record.
 
