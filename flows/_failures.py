@@ -91,13 +91,19 @@ def collapse_message(
             "float64; the state reached is the solution to round-off unless the objective has "
             "a slower mode: a t1 nearer the slowest time scale avoids this"
         )
-    advice = (
-        "use solver='auto', 'exprb32' or 'kvaerno5' if the flow is stiff"
-        if phase not in IMPLICIT
-        else "a smooth activation (gelu, softplus) avoids kinks; if the flow is smooth, its "
-        f"Newton–GMRES solves may be failing: each is capped at gmres_max_iters="
-        f"{settings.gmres_max_iters} Hessian-vector products"
-    )
+    if phase in IMPLICIT:
+        advice = (
+            "a smooth activation (gelu, softplus) avoids kinks; if the flow is smooth, its "
+            f"Newton–GMRES solves may be failing: each is capped at gmres_max_iters="
+            f"{settings.gmres_max_iters} Hessian-vector products"
+        )
+    elif phase in EXPONENTIAL:
+        advice = (
+            f"solver={phase!r} follows stiffness exactly, so a kink is the likely cause: a "
+            "smooth activation (gelu, softplus) or flows.filippov_flow for ReLU-family nets"
+        )
+    else:
+        advice = "use solver='auto', 'exprb32' or 'kvaerno5' if the flow is stiff"
     return (
         f"{where}: the state stayed bounded, so this is not a blow-up; the vector field is "
         f"probably not smooth there (a kink, e.g. ReLU) or stiffer than solver={phase!r} can "
