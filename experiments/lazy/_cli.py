@@ -161,6 +161,13 @@ def settings(args) -> dict:
         ("seed", 0, 2**32 - 1),
     ):
         bounded(flag(key), s[key], low, high)
+    if s["data"] in ("digits", "teacher"):  # --target and --task describe a file's columns
+        for key, default in (("target", "target"), ("task", "auto")):
+            if s[key] != default:
+                raise UsageError(
+                    f"{flag(key)} applies to a data file (--data FILE.csv|.npz), not to "
+                    f"--data {s['data']}; got {flag(key)} {s[key]}"
+                )
     positive("--loss-decades", s["loss_decades"])
     if s["t1"] is not None:
         positive("--t1", s["t1"])

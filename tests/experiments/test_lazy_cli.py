@@ -156,6 +156,8 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
         (["--width", "0"], "--width"),
         (["--classes", "3"], "--classes"),
         (["--width", "100000", "--depth", "2"], "--width 100000 --depth 2"),  # 2e10 parameters
+        (["--target", "y"], "--target"),  # a file's column, meaningless for the digits
+        (["--data", "teacher", "--task", "classification"], "--task"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line_naming_them(argv, named, tmp_path, capsys):
