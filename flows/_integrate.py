@@ -49,11 +49,16 @@ def _tree_all_finite(tree) -> bool:
     return all(bool(np.all(np.isfinite(np.asarray(x)))) for x in jax.tree.leaves(tree))
 
 
-def _prober(field, t, y, settings):
-    """h ↦ the error ratio of one trial step of the stiff solver of "auto" from (t, y)."""
+def _prober(field, settings):
+    """(t, y) ↦ (h ↦ the error ratio of one trial step of the stiff solver of "auto" from
+    (t, y)); built once per solve, called only when a test asks for a trial."""
     solver = make_solver(AUTO_STIFF, settings.rtol, settings.atol, settings.gmres_max_iters)
     rtol, atol = jnp.asarray(settings.rtol), jnp.asarray(settings.atol)
-    return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
+
+    def at(t, y):
+        return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
+
+    return at
 
 
 def _raise_failure(field, phase, settings, stats, y, t_hit, t_end, norm0, dt, collapsed, hit):
@@ -155,6 +160,7 @@ def integrate(
     )
     try:
         with Counter() as counter:
+            prober = _prober(counter.wrap(field, True), settings) if monitor is not None else None
             for c in range(done, n_chunks):
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
@@ -240,7 +246,7 @@ def integrate(
                     if tested:
                         since_test = 0
                         before = counter.evals, counter.jvps
-                        probe = _prober(counter.wrap(field, True), t_now, y, settings)
+                        probe = prober(t_now, y)
                         new_phase = monitor.decide(phase, field, t_now, y, h_last, probe=probe)
                         stats.grad_evals += counter.evals - before[0]  # trial stiff steps
                         stats.jvp_evals += counter.jvps - before[1]
