@@ -11,7 +11,7 @@ import models
 
 from . import _problem
 
-CASES = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "lazy", "alpha")
+CASES = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "lazy", "alpha", "stiff")
 TITLES = {
     "overhead": "1. solver overhead",
     "scipy": "2. scipy solve_ivp",
@@ -21,6 +21,7 @@ TITLES = {
     "linear": "6. linear branch",
     "lazy": "7. gradflows run lazy",
     "alpha": "8. alpha sweep",
+    "stiff": "9. stiff: scipy BDF/LSODA, RK45",
 }
 
 
@@ -37,6 +38,8 @@ class Config:
     quick: bool = False
     profile: bool = True
     torch_device: str = "cpu"
+    scipy_cap_s: float = 1200.0  # case 9: wall-clock cap of each scipy BDF/LSODA run
+    rk45_cap_s: float = 60.0  # case 9: RK45 runs this long, then is extrapolated
     script: str = "python benchmarks/run.py --cases {case}{size}"
 
     def command(self, case, params=None):

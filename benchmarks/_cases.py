@@ -13,6 +13,7 @@ from ._case_lazy import case_lazy
 from ._case_linear import case_linear
 from ._case_overhead import case_overhead
 from ._case_scipy import case_scipy
+from ._case_stiff import case_stiff
 from ._case_torch import case_torch
 
 __all__ = ["CASES", "RUNNERS", "TITLES", "Config", "size"]
@@ -26,4 +27,5 @@ RUNNERS = {
     "linear": case_linear,
     "lazy": case_lazy,
     "alpha": case_alpha,
+    "stiff": case_stiff,
 }

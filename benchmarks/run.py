@@ -30,7 +30,7 @@ from ._timing import load  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUMBERED = {str(i + 1): name for i, name in enumerate(CASES)}
-PER_SIZE = ("overhead", "scipy", "torch", "gd", "horizon", "linear")
+PER_SIZE = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "stiff")
 
 
 def _parser():
@@ -61,6 +61,20 @@ def _parser():
         default=None,
         help="ablations, host profile and implicit-solver work counts (default: on unless --quick)",
     )
+    p.add_argument(
+        "--scipy-cap",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="case stiff: wall-clock cap of each scipy BDF/LSODA run (default 1200; --quick 120)",
+    )
+    p.add_argument(
+        "--rk45-cap",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="case stiff: RK45 runs this long, then is extrapolated (default 60; --quick 15)",
+    )
     p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="results file (JSON)")
     return p
 
@@ -76,6 +90,7 @@ def config_from(args) -> Config:
     cfg = Config(quick=args.quick)
     if args.quick:
         cfg.params, cfg.repeats, cfg.gd_halvings, cfg.profile = (1_000,), 2, 3, False
+        cfg.scipy_cap_s, cfg.rk45_cap_s = 120.0, 15.0
     if args.params:
         if any(p < 100 for p in args.params):
             raise SystemExit("--params: each parameter count must be >= 100")
@@ -86,6 +101,11 @@ def config_from(args) -> Config:
         cfg.repeats = args.repeats
     if args.profile is not None:
         cfg.profile = args.profile
+    for name, value in (("scipy_cap", args.scipy_cap), ("rk45_cap", args.rk45_cap)):
+        if value is not None:
+            if not value > 0:
+                raise SystemExit(f"--{name.replace('_', '-')} must be > 0 seconds")
+            setattr(cfg, name + "_s", value)
     return cfg
 
 
