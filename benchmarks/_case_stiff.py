@@ -263,6 +263,7 @@ def _best_row(cfg, params, sides, tt, auto, bf, ours_text, common):
         _ratio(secs, auto["seconds"]),
         "×",
         goal=(">=", 100.0) if common["t1"] == 1e4 else None,
+        goal_params=10_000,  # the goal: at p = 1e4
         ours=ours_text,
         theirs=theirs + (" (capped: lower bound)" if lower else ""),
         details={**common, "scipy_seconds": sides, "lower_bound": lower},
