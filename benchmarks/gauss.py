@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 
 import flows  # noqa: E402
 import models  # noqa: E402
-from experiments._common import versions, write_json  # noqa: E402
 from experiments._data import digits_pair  # noqa: E402
+from experiments._files import versions, write_json  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOLVERS = ("tsit5", "kvaerno5", "implicit_midpoint", "gauss4")

@@ -28,6 +28,7 @@ from ._lazy import LazyComparison as LazyComparison  # noqa: E402
 from ._lazy import lazy_comparison as lazy_comparison  # noqa: E402
 from ._lazy_rules import LAZY_NODES as LAZY_NODES  # noqa: E402
 from ._lazy_rules import LAZY_REMAINDER_ALPHA as LAZY_REMAINDER_ALPHA  # noqa: E402
+from ._lazy_rules import explicit_steps as explicit_steps  # noqa: E402
 from ._lazy_rules import lazy_horizon as lazy_horizon  # noqa: E402
 from ._lazy_rules import lazy_remainder_rule as lazy_remainder_rule  # noqa: E402
 from ._lazy_rules import lazy_save_times as lazy_save_times  # noqa: E402
@@ -60,6 +61,7 @@ from ._settings import SolveSettings as SolveSettings  # noqa: E402
 from ._solvers import SOLVERS as SOLVERS  # noqa: E402
 from ._solvers import make_solver as make_solver  # noqa: E402
 from ._stats import SolveStats as SolveStats  # noqa: E402
+from ._stiffness import STABILITY_BOUNDARY as STABILITY_BOUNDARY  # noqa: E402
 from ._theory import LazyConstants as LazyConstants  # noqa: E402
 from ._theory import jacobian_lipschitz as jacobian_lipschitz  # noqa: E402
 from ._theory import late_rate as late_rate  # noqa: E402

@@ -51,6 +51,17 @@ class _ExpRosenbrockInterpolation(dfx.AbstractLocalInterpolation):
         return jax.tree.map(jnp.subtract, self._at(t1), self._at(t0))
 
 
+def _report_jvps(terms, n) -> None:
+    """Tell a counting vector field (`flows._counting.CountedField.add_jvps`) that the step
+    made `n` Jacobian-vector products; diffrax wraps the term (`WrapTerm`) inside its solve."""
+    term = terms
+    while hasattr(term, "term"):
+        term = term.term
+    add_jvps = getattr(getattr(term, "vector_field", None), "add_jvps", None)
+    if add_jvps is not None:
+        add_jvps(n)
+
+
 class ExpRosenbrock32(dfx.AbstractAdaptiveSolver):
     """exprb32 (Hochbruck, Ostermann & Schweitzer 2009): exponential Rosenbrock, order 3,
     embedded order 2, Krylov φ-functions through Jacobian-vector products.
@@ -98,6 +109,8 @@ class ExpRosenbrock32(dfx.AbstractAdaptiveSolver):
         remainder = field(u) - f0 - jvp(u - flat0)
         third = krylov_phi(jvp, remainder, h, 3, **kw)
         correction = 2 * third.apply(3, h)
+        # The products made: one per Krylov vector of each basis, and the remainder's jvp.
+        _report_jvps(terms, first.size + third.size + 1)
         y1 = u + correction
         # Unresolved Krylov error counts as step error, spread like the error scale, so that
         # it adds its own size relative to the tolerance to the controller's rms norm.

@@ -23,7 +23,7 @@ from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_st
 from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._settings import SolveSettings
 from ._solve import solve_span
-from ._solvers import EVALS_PER_STEP, GAUSS, STIFF, make_solver
+from ._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STIFF, make_solver
 from ._stats import SolveStats
 from ._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 
@@ -136,6 +136,7 @@ def integrate(
     save_def = jax.tree.structure(save_shape)
     is_flow = _flow_leaves(save_shape)
     norm0 = _norm(y0)
+    size = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y0))
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
 
     phase, monitor = solver, None
@@ -160,7 +161,9 @@ def integrate(
     )
     try:
         with Counter() as counter:
-            prober = _prober(counter.wrap(field, True), settings) if monitor is not None else None
+            prober = None
+            if monitor is not None:  # trial steps of exprb32, which counts its own products
+                prober = _prober(counter.wrap(field, True, solver_counts_jvps=True), settings)
             for c in range(done, n_chunks):
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
@@ -177,10 +180,12 @@ def integrate(
                     counted = phase in STIFF
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
-                    solver_object = make_solver(phase, rtol, atol, settings.gmres_max_iters)
+                    solver_object = make_solver(
+                        phase, rtol, atol, settings.gmres_max_iters, size <= settings.dense_max
+                    )
                     started = time.perf_counter()
                     out = solve_span(
-                        counter.wrap(field, counted),
+                        counter.wrap(field, counted, solver_counts_jvps=phase in EXPONENTIAL),
                         save,
                         y,
                         jnp.asarray(t_start),

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._checks import check_positive
+from ._stiffness import STABILITY_BOUNDARY
 from ._times import log_times
 
 #: α at and above which `lazy_comparison` uses the Taylor-remainder form (see
@@ -82,3 +83,32 @@ def lazy_save_times(t1: float, lambda_max: float, n: int = 100) -> np.ndarray:
     lambda_max = float(lambda_max)
     t_min = min(1e-3 * t1, 1e-2 / lambda_max) if lambda_max > 0 else 1e-3 * t1
     return np.union1d(log_times(t1, n, t_min=t_min), np.linspace(0.0, t1, 21)[1:])
+
+
+def explicit_steps(t1: float, lambda_max: float, solver: str = "tsit5") -> float:
+    """The fewest steps an explicit solver can take to t1 on a lazy run's flow: λ_max·t1/b.
+
+    In displacement coordinates u = α(w − w0) the Jacobian of the flow is −JᵀJ∇²R + O(1/α),
+    whose largest eigenvalue for R(y) = ½‖y − y*‖² is λ_max(Σ), Σ = JJᵀ; an explicit
+    Runge–Kutta method is stable only for steps h ≤ b/λ_max, b its stability boundary on
+    the negative real axis (`flows.STABILITY_BOUNDARY`: Tsit5 3.5, Dopri5 3.3, Dopri8 6.0).
+    Once the fast modes have decayed the step is held there, so a run needs at least this
+    many steps (the default lazy run: 558 by this bound, 820 taken).
+
+    **Arguments:** `t1`: final flow time, > 0; `lambda_max`: largest eigenvalue of Σ (1 / flow
+    time), ≥ 0; `solver`: one of "tsit5", "dopri5", "dopri8".
+
+    **Returns:** the number of steps, a float (0 when λ_max = 0).
+
+    **Raises:** `ValueError` naming `t1`, `lambda_max` or `solver`.
+
+    **Reference:** Hairer & Wanner, Solving ODEs II, §IV.2 (stability domains of explicit
+    Runge–Kutta methods).
+    """
+    t1 = check_positive("t1", t1)
+    lambda_max = float(lambda_max)
+    if not math.isfinite(lambda_max) or lambda_max < 0:
+        raise ValueError(f"lambda_max must be finite and >= 0, got {lambda_max}")
+    if solver not in STABILITY_BOUNDARY:
+        raise ValueError(f"solver must be one of {tuple(STABILITY_BOUNDARY)}, got {solver!r}")
+    return lambda_max * t1 / STABILITY_BOUNDARY[solver]

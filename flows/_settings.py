@@ -6,7 +6,7 @@ import dataclasses
 import math
 
 from ._checks import check_positive, check_ts
-from ._solvers import GMRES_MAX_ITERS, NAMES
+from ._solvers import GMRES_MAX_ITERS, KVAERNO_DENSE_MAX, NAMES
 from ._times import log_times
 
 _MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps
@@ -64,6 +64,11 @@ class SolveSettings:
       that exhausts it rejects the step, so `max_steps` and this cap bound the total work:
       at most 6 stages × 10 Newton iterations × `gmres_max_iters` Hessian-vector
       products per Kvaerno5 step.
+    - `dense_max`: up to this many state entries "kvaerno5" solves its stage equations with
+      the exact dense Jacobian (p batched Hessian-vector products per Newton iteration) and
+      an LU factorisation instead of GMRES (`flows.make_solver`), ≥ 0; default 0, always
+      GMRES, which was faster on every network measured (see `KVAERNO_DENSE_MAX`); a
+      full-rank, ill-conditioned Hessian on which GMRES needs ~p products may gain from it.
 
     **Raises:** `ValueError` naming the field when a value is out of range.
     """
@@ -77,6 +82,7 @@ class SolveSettings:
     stiff_tests: int = 2
     explicit_tests: int = 2
     gmres_max_iters: int = GMRES_MAX_ITERS
+    dense_max: int = KVAERNO_DENSE_MAX
 
     def __post_init__(self):
         if self.solver not in NAMES:
@@ -90,14 +96,16 @@ class SolveSettings:
             "stiff_tests": _number("stiff_tests", self.stiff_tests, int),
             "explicit_tests": _number("explicit_tests", self.explicit_tests, int),
             "gmres_max_iters": _number("gmres_max_iters", self.gmres_max_iters, int),
+            "dense_max": _number("dense_max", self.dense_max, int),
         }
         if not _MIN_RTOL <= checked["rtol"] < 1:
             raise ValueError(
                 f"rtol must lie in [{_MIN_RTOL:g}, 1) (float64 cannot do better), "
                 f"got {checked['rtol']:g}"
             )
-        if checked["atol"] < 0:
-            raise ValueError(f"atol must be >= 0, got {checked['atol']:g}")
+        for name in ("atol", "dense_max"):
+            if checked[name] < 0:
+                raise ValueError(f"{name} must be >= 0, got {checked[name]:g}")
         for name in (
             "max_steps",
             "chunks",

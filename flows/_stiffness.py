@@ -51,7 +51,7 @@ from ._krylov import krylov_phi
 from ._solvers import EVALS_PER_STEP
 
 #: Stability boundaries on the negative real axis, |R(−b)| = 1 (Hairer & Wanner II, §IV.2).
-BOUNDARY = {"tsit5": 3.5, "dopri5": 3.3, "dopri8": 6.0}
+STABILITY_BOUNDARY = {"tsit5": 3.5, "dopri5": 3.3, "dopri8": 6.0}
 #: The explicit and the stiff solver between which `solver="auto"` switches.
 #: "exprb32" rather than "kvaerno5": on the benchmark flows its steps cost 4–5× fewer
 #: Hessian-vector products (benchmarks/engine.py), and it is exact on the linear part.
@@ -159,7 +159,7 @@ class StiffnessMonitor:
     def decide(self, phase: str, field, t: float, y, h: float, probe=None) -> str:
         hl = float(h) * self.lam(field, t, y)
         self.history.append((float(t), phase, hl))
-        b = BOUNDARY[self.explicit]
+        b = STABILITY_BOUNDARY[self.explicit]
         stiff_now = phase == self.stiff
         ratio = self.cost_ratio()
         if stiff_now:

@@ -14,6 +14,9 @@ from ._inputs import build_model, describe, load_data
 from ._report import print_summary
 from ._results import write_results
 
+# Above this many explicit steps per α (at least; `flows.explicit_steps`), the run says what
+# it will cost before it starts: ~25× the default run's 820 steps.
+LONG_RUN_STEPS = 20_000
 PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})"
 
 
@@ -26,6 +29,27 @@ def _horizon(s, constants) -> float:
             "so no horizon makes the loss fall by 10^D; give --t1"
         )
     return flows.lazy_horizon(constants.lambda_min, s["loss_decades"])
+
+
+def _check_cost(s, t1, lambda_max) -> None:
+    """Refuse an explicit solver that cannot reach t1 within --max-steps (exit 2, naming the
+    options that change it); say so before starting when it will take long."""
+    boundary = flows.STABILITY_BOUNDARY.get(s["solver"])
+    if boundary is None:  # "auto" and the stiff solvers are not bound by λ_max
+        return
+    steps = flows.explicit_steps(t1, lambda_max, s["solver"])
+    where = (
+        f"t1 = {t1:.3g} with λ_max(Σ) = {lambda_max:.3g} needs at least {steps:.3g} "
+        f"{s['solver']} steps per α (λ_max·t1/{boundary:g}, its stability limit)"
+    )
+    change = (
+        "--solver exprb32 (exact on the flow's linear part: its steps are set by the "
+        "nonlinearity, not by λ_max) or a shorter --t1 / fewer --loss-decades"
+    )
+    if steps > s["max_steps"]:
+        raise UsageError(f"--max-steps {s['max_steps']}: {where}; choose {change}")
+    if steps > LONG_RUN_STEPS:
+        print(f"note: {where}, a long run; {change} makes it shorter", flush=True)
 
 
 def run(args) -> int:
@@ -58,6 +82,7 @@ def _run(args, s, sweep) -> int:
         key=jax.random.PRNGKey(s["seed"] + 1),
     )
     t1 = _horizon(s, constants)
+    _check_cost(s, t1, constants.lambda_max)
     ts = flows.lazy_save_times(t1, constants.lambda_max, s["n_times"])
     config = stored or {
         **s,

@@ -158,6 +158,8 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
         (["--width", "100000", "--depth", "2"], "--width 100000 --depth 2"),  # 2e10 parameters
         (["--target", "y"], "--target"),  # a file's column, meaningless for the digits
         (["--data", "teacher", "--task", "classification"], "--task"),
+        # λ_max(Σ) ≈ 509 on the default digits: Tsit5 needs ≥ 1.45e8 steps to t = 1e6
+        (["--t1", "1e6"], "--max-steps 200000"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line_naming_them(argv, named, tmp_path, capsys):

@@ -118,6 +118,7 @@ def test_gmres_cap_and_max_steps_bound_the_work_and_exhaustion_is_clear():
             solver="kvaerno5",
             max_steps=max_steps,
             gmres_max_iters=cap,
+            dense_max=0,  # Newton–GMRES (the default), whatever the default becomes
             chunks=1,
         )
     assert "gmres_max_iters=10" in str(info.value)

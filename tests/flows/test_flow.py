@@ -131,3 +131,24 @@ def test_logistic_loss_keeps_gradient_at_large_margins_in_float32():
     pred, target = jnp.array([20.0], jnp.float32), jnp.array([1.0], jnp.float32)
     g = jax.grad(lambda p: loss(p, target))(pred)
     np.testing.assert_allclose(g, -np.exp(-20.0), rtol=1e-5)  # measured 3.4e-8 (float32)
+
+
+def test_kvaerno5_with_the_dense_hessian_matches_newton_gmres_and_counts_p_per_jacobian():
+    # F(w) = ½Σλ_i w_i² + ¼Σw_i⁴ (nonlinear: Newton iterates), p = 6. The two linear solvers
+    # give the same Newton iterates to round-off, hence the same steps and final state.
+    lam = jnp.asarray([0.1, 0.5, 1.0, 5.0, 20.0, 100.0])
+
+    def loss(w):
+        return 0.5 * jnp.sum(lam * w**2) + 0.25 * jnp.sum(w**4)
+
+    runs = {
+        dense_max: flows.gradient_flow(loss, jnp.ones(6), 10.0, solver="kvaerno5",
+                                       rtol=1e-8, atol=1e-10, dense_max=dense_max)
+        for dense_max in (0, 6)
+    }  # fmt: skip
+    gmres, dense = runs[0], runs[6]
+    assert dense.stats["num_steps"] == gmres.stats["num_steps"]
+    # measured 5.6e-17 (194 steps each); the Newton tolerance (rtol 1e-8) bounds it
+    assert np.abs(dense.params[-1] - gmres.params[-1]).max() <= 1e-8
+    assert dense.stats["jvp_evals"] % 6 == 0  # one Jacobian = p = 6 products
+    assert dense.stats["jvp_evals"] > 0

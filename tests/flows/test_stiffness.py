@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import flows
-from flows._stiffness import BOUNDARY, PRIOR_COST_RATIO, StiffnessMonitor
+from flows._stiffness import PRIOR_COST_RATIO, STABILITY_BOUNDARY, StiffnessMonitor
 
 A = jnp.diag(jnp.array([10.0, 1.0, 0.1, 0.01]))
 
@@ -55,7 +55,7 @@ def test_monitor_switches_after_consecutive_tests_both_ways_and_records_h_lambda
     assert [s["cost_ratio"] for s in monitor.switches] == pytest.approx([4.0, 4.0])
     # The stiff solver did not pay: the next trial asks twice as many positive tests again.
     assert monitor.to_stiff == 8
-    assert BOUNDARY["tsit5"] == 3.5 and monitor.tests == len(hs)
+    assert STABILITY_BOUNDARY["tsit5"] == 3.5 and monitor.tests == len(hs)
 
 
 K0, K, CENTER, WIDTH = 0.1, 1e4, 5.0, 0.5  # stiffness of z: K0 + K·exp(−((x − 5)/0.5)²)
@@ -89,9 +89,9 @@ def test_auto_switches_into_a_stiff_stretch_of_the_path_and_back_out():
     assert k(t_in) >= 100 and t_in <= 12
     # Out: after the bump is over (k back below 2·K0).
     assert t_out > 12 and k(t_out) <= 2 * K0
-    assert stats["switches"][0]["h_lambda"] >= 0.8 * BOUNDARY["tsit5"]
+    assert stats["switches"][0]["h_lambda"] >= 0.8 * STABILITY_BOUNDARY["tsit5"]
     assert stats["probes"][-1]["t"] == t_in and stats["probes"][-1]["error"] <= 1
-    assert stats["switches"][1]["h_lambda"] < 0.5 * BOUNDARY["tsit5"]
+    assert stats["switches"][1]["h_lambda"] < 0.5 * STABILITY_BOUNDARY["tsit5"]
     assert stats["solvers"] == ["tsit5", "exprb32"]
     assert stats["switched_to_stiff_at"] == t_in
     # Against Tsit5 at rtol 1e-12 (x ≈ 14 at t1): x(t1) measured off by 1.8e-8, the save
