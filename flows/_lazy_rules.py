@@ -88,7 +88,7 @@ def lazy_save_times(t1: float, lambda_max: float, n: int = 100) -> np.ndarray:
 def explicit_steps(t1: float, lambda_max: float, solver: str = "tsit5") -> float:
     """The fewest steps an explicit solver can take to t1 on a lazy run's flow: λ_max·t1/b.
 
-    In displacement coordinates u = α(w − w0) the Jacobian of the flow is −JᵀJ∇²R + O(1/α),
+    In displacement coordinates u = α(w − w0) the Jacobian of the flow is −Jᵀ∇²R J + O(1/α),
     whose largest eigenvalue for R(y) = ½‖y − y*‖² is λ_max(Σ), Σ = JJᵀ; an explicit
     Runge–Kutta method is stable only for steps h ≤ b/λ_max, b its stability boundary on
     the negative real axis (`flows.STABILITY_BOUNDARY`: Tsit5 3.5, Dopri5 3.3, Dopri8 6.0).

@@ -43,8 +43,8 @@ def _check_cost(s, t1, lambda_max) -> None:
         f"{s['solver']} steps per α (λ_max·t1/{boundary:g}, its stability limit)"
     )
     change = (
-        "--solver exprb32 (exact on the flow's linear part: its steps are set by the "
-        "nonlinearity, not by λ_max) or a shorter --t1 / fewer --loss-decades"
+        "a shorter --t1 or fewer --loss-decades, or --solver kvaerno5 (implicit: its steps "
+        "are not held by λ_max)"
     )
     if steps > s["max_steps"]:
         raise UsageError(f"--max-steps {s['max_steps']}: {where}; choose {change}")

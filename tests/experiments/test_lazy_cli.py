@@ -138,7 +138,10 @@ def test_resume_recomputes_only_the_missing_alpha(doubled, tmp_path, capsys):
 @pytest.mark.slow
 def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
     folder = str(tmp_path / "failed")
-    argv = ["run", "lazy", *TINY, "--alphas", "10", "--max-steps", "30", "--out", folder]
+    # Kvaerno5: an explicit solver whose stability limit alone needs more than --max-steps
+    # is refused before it starts (exit 2, test_bad_arguments_exit_2_with_one_line_naming_them)
+    argv = ["run", "lazy", *TINY, "--alphas", "10", "--solver", "kvaerno5", "--max-steps", "3"]
+    argv += ["--out", folder]
     assert main(argv) == 1
     (run,) = _results(folder)["runs"]
     assert run["failed"] is True and "MaxStepsReached" in run["reason"]
