@@ -36,6 +36,8 @@ def quadratic(p):
         (dict(stiff_steps=0), "stiff_steps"),
         (dict(stiff_tests=0), "stiff_tests"),
         (dict(explicit_tests=0), "explicit_tests"),
+        (dict(dense_max=-1), "dense_max"),
+        (dict(dense_max=1.5), "dense_max"),
     ],
 )
 def test_constructor_and_replace_refuse_a_bad_field_by_name(changes, field):
