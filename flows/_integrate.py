@@ -49,11 +49,11 @@ def _tree_all_finite(tree) -> bool:
     return all(bool(np.all(np.isfinite(np.asarray(x)))) for x in jax.tree.leaves(tree))
 
 
-def _prober(field, settings):
+def _prober(field, settings, rtol, atol):
     """(t, y) ↦ (h ↦ the error ratio of one trial step of the stiff solver of "auto" from
-    (t, y)); built once per solve, called only when a test asks for a trial."""
+    (t, y)); built once per solve, called only when a test asks for a trial. `rtol`, `atol`:
+    the solve's tolerances as device scalars."""
     solver = make_solver(AUTO_STIFF, settings.rtol, settings.atol, settings.gmres_max_iters)
-    rtol, atol = jnp.asarray(settings.rtol), jnp.asarray(settings.atol)
 
     def at(t, y):
         return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
@@ -165,7 +165,8 @@ def integrate(
         with Counter() as counter:
             prober = None
             if monitor is not None:  # trial steps of exprb32, which counts its own products
-                prober = _prober(counter.wrap(field, True, solver_counts_jvps=True), settings)
+                counted_field = counter.wrap(field, True, solver_counts_jvps=True)
+                prober = _prober(counted_field, settings, *tolerances[:2])
             for c in range(done, n_chunks):
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
