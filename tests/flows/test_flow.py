@@ -147,8 +147,9 @@ def test_kvaerno5_with_the_dense_hessian_matches_newton_gmres_and_counts_p_per_j
         for dense_max in (0, 6)
     }  # fmt: skip
     gmres, dense = runs[0], runs[6]
-    assert dense.stats["num_steps"] == gmres.stats["num_steps"]
-    # measured 5.6e-17 (194 steps each); the Newton tolerance (rtol 1e-8) bounds it
+    # measured: the same 194 steps; a different BLAS may flip one accept/reject decision
+    assert abs(dense.stats["num_steps"] - gmres.stats["num_steps"]) <= 2
+    # measured 5.6e-17; the Newton tolerance (rtol 1e-8) bounds it
     assert np.abs(dense.params[-1] - gmres.params[-1]).max() <= 1e-8
     assert dense.stats["jvp_evals"] % 6 == 0  # one Jacobian = p = 6 products
     assert dense.stats["jvp_evals"] > 0
