@@ -49,11 +49,20 @@ def _tree_all_finite(tree) -> bool:
     return all(bool(np.all(np.isfinite(np.asarray(x)))) for x in jax.tree.leaves(tree))
 
 
-def _prober(field, settings, rtol, atol):
+def symmetric_jacobian(field) -> bool:
+    """Whether `field`'s Jacobian is symmetric: a gradient flow's is (−∇²F), and a field that
+    is not a gradient says otherwise with a class attribute `symmetric_jacobian = False`
+    (the lazy pair, `flows._lazy`); exprb32 and the stiffness tests then use Arnoldi."""
+    return bool(getattr(field, "symmetric_jacobian", True))
+
+
+def _prober(field, settings, rtol, atol, symmetric):
     """(t, y) ↦ (h ↦ the error ratio of one trial step of the stiff solver of "auto" from
     (t, y)); built once per solve, called only when a test asks for a trial. `rtol`, `atol`:
     the solve's tolerances as device scalars."""
-    solver = make_solver(AUTO_STIFF, settings.rtol, settings.atol, settings.gmres_max_iters)
+    solver = make_solver(
+        AUTO_STIFF, settings.rtol, settings.atol, settings.gmres_max_iters, symmetric=symmetric
+    )
 
     def at(t, y):
         return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
@@ -110,7 +119,8 @@ def integrate(
 
     `settings.solver="auto"` starts with Tsit5 and tests stiffness along the path
     (`StiffnessMonitor`: h·λ̂ against Tsit5's stability boundary, λ̂ by warm-started Lanczos
-    on the Jacobian, which must be symmetric, as a gradient flow's is) at the end of each
+    on the Jacobian, symmetric for a gradient flow; Arnoldi for a field that says its
+    Jacobian is not, `symmetric_jacobian`, and exprb32 then too) at the end of each
     segment (10 steps after a switch, doubling up to `stiff_steps`); after `stiff_tests`
     positive tests in a row and an accepted trial step of the exponential Rosenbrock solver
     exprb32 it goes on with exprb32 from the time reached, and back to Tsit5 after
@@ -140,8 +150,10 @@ def integrate(
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
 
     phase, monitor = solver, None
+    symmetric = symmetric_jacobian(field)
     if solver == "auto":
         monitor = StiffnessMonitor(
+            symmetric=symmetric,
             to_stiff=settings.stiff_tests,
             to_explicit=settings.explicit_tests,
             longest=settings.stiff_steps,
@@ -166,7 +178,7 @@ def integrate(
             prober = None
             if monitor is not None:  # trial steps of exprb32, which counts its own products
                 counted_field = counter.wrap(field, True, solver_counts_jvps=True)
-                prober = _prober(counted_field, settings, *tolerances[:2])
+                prober = _prober(counted_field, settings, *tolerances[:2], symmetric)
             for c in range(done, n_chunks):
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
@@ -184,8 +196,9 @@ def integrate(
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
                     solver_object = make_solver(
-                        phase, rtol, atol, settings.gmres_max_iters, size <= settings.dense_max
-                    )
+                        phase, rtol, atol, settings.gmres_max_iters,
+                        size <= settings.dense_max, symmetric,
+                    )  # fmt: skip
                     started = time.perf_counter()
                     out = solve_span(
                         counter.wrap(field, counted, solver_counts_jvps=phase in EXPONENTIAL),

@@ -18,7 +18,7 @@ be inaccurate, the direct form α(u' − ū') is used instead (`lazy_remainder_r
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -55,6 +55,9 @@ class _Lazy(eqx.Module):
     loss: Callable = eqx.field(static=True)
     remainder: bool = eqx.field(static=True)
     nodes: int = eqx.field(static=True)
+    # Not a gradient field: its Jacobian in (ū, d) is block lower-triangular (ū' does not see
+    # d), so exprb32 and the stiffness tests of "auto" build Arnoldi, not Lanczos, spaces.
+    symmetric_jacobian: ClassVar[bool] = False
 
     def h(self, wf, X):
         model = eqx.combine(self.spec.unravel(wf), self.static)

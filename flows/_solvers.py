@@ -46,6 +46,7 @@ def make_solver(
     atol: float,
     gmres_max_iters: int = GMRES_MAX_ITERS,
     dense: bool = False,
+    symmetric: bool = True,
 ):
     """The diffrax solver called `name`.
 
@@ -71,10 +72,13 @@ def make_solver(
     "exprb32" is the exponential Rosenbrock method of Hochbruck, Ostermann & Schweitzer (2009),
     order 3 with an embedded order-2 estimate, whose φ-functions of the Jacobian (−Hessian)
     come from Lanczos through Hessian-vector products: exact on linear (quadratic-loss)
-    flows, and its steps near a minimum are limited by the nonlinearity only.
+    flows, and its steps near a minimum are limited by the nonlinearity only. With
+    `symmetric=False` its Krylov spaces are built by Arnoldi instead, for a field whose
+    Jacobian is not symmetric (the lazy pair's, `flows.lazy_comparison`).
 
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
-    `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU.
+    `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU;
+    `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi).
 
     **Returns:** a `diffrax.AbstractSolver`.
 
@@ -96,7 +100,7 @@ def make_solver(
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
     if name == "exprb32":
-        return ExpRosenbrock32(jnp.asarray(rtol), jnp.asarray(atol))
+        return ExpRosenbrock32(jnp.asarray(rtol), jnp.asarray(atol), symmetric=symmetric)
     if name in GAUSS:
         return GaussLegendre(stages=GAUSS[name])
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")

@@ -77,24 +77,48 @@ def probe_error(solver, field, t, y, h, rtol, atol):
 
 
 @eqx.filter_jit
-def lambda_max(field, t, y, previous, key, iters: int):
-    """`(λ̂, ritz)`: the largest eigenvalue of −∂field/∂y at (t, y), from `iters` Lanczos steps,
-    and its Ritz vector `(p,)` (the next call's `previous`); `y` may be a pytree, `p` its
-    number of entries. The start is `previous` `(p,)` plus a little of a random vector drawn
-    with `key` (a start inside an invariant subspace would never see a direction that turns
-    stiff outside it), or the random vector alone when `previous` is None. For a gradient
-    flow λ̂ ≤ λ_max(∇²F), with equality once the Krylov space holds the top eigenvector."""
+def _krylov_of_jacobian(field, t, y, previous, key, iters: int, symmetric: bool):
+    """The Krylov projection of −∂field/∂y at (t, y), `iters` vectors, started as
+    `lambda_max` says: the top Ritz pair (symmetric) or `(H, V, size)` (not)."""
     flat, unravel = ravel_pytree(y)
     fresh = jax.random.normal(key, flat.shape, flat.dtype)
     start = fresh if previous is None else previous + 0.1 * fresh / jnp.linalg.norm(fresh)
     _, jvp = jax.linearize(lambda x: ravel_pytree(field(t, unravel(x), None))[0], flat)
     basis = krylov_phi(
-        lambda v: -jvp(v), start, 1.0, 1, tol=-1.0, m_max=iters, symmetric=True, check_every=iters
-    )
+        lambda v: -jvp(v), start, 1.0, 1, tol=-1.0, m_max=iters, symmetric=symmetric,
+        check_every=iters,
+    )  # fmt: skip
+    if not symmetric:
+        return basis.H, basis.V, basis.size
     lam, Q = jnp.linalg.eigh(basis.H)
     top = jnp.argmax(lam)
     ritz = Q[:, top] @ basis.V
     return lam[top], ritz / jnp.maximum(jnp.linalg.norm(ritz), 1e-300)
+
+
+def lambda_max(field, t, y, previous, key, iters: int, symmetric: bool = True):
+    """`(λ̂, ritz)`: the largest eigenvalue of −∂field/∂y at (t, y), from `iters` Lanczos steps,
+    and its Ritz vector `(p,)` (the next call's `previous`); `y` may be a pytree, `p` its
+    number of entries. The start is `previous` `(p,)` plus a little of a random vector drawn
+    with `key` (a start inside an invariant subspace would never see a direction that turns
+    stiff outside it), or the random vector alone when `previous` is None. For a gradient
+    flow λ̂ ≤ λ_max(∇²F), with equality once the Krylov space holds the top eigenvector.
+
+    With `symmetric=False` (a field whose Jacobian is not symmetric, such as the lazy pair's,
+    which is block lower-triangular) the space is built by Arnoldi and λ̂ is the largest
+    modulus of its Ritz values (an explicit method's step is stable while h·|λ| stays inside
+    its stability region; on the negative real axis, below its boundary), the Ritz vector
+    the real part of that value's. Lanczos would assume the symmetry that is not there."""
+    if symmetric:
+        return _krylov_of_jacobian(field, t, y, previous, key, iters, True)
+    H, V, size = _krylov_of_jacobian(field, t, y, previous, key, iters, False)
+    used = max(1, int(size))  # a breakdown (invariant space) stops Arnoldi early
+    H, V = np.asarray(H), np.asarray(V)
+    vals, vecs = np.linalg.eig(H[:used, :used])
+    top = int(np.argmax(np.abs(vals)))
+    ritz = np.real(vecs[:, top]) @ V[:used]
+    ritz = ritz / max(float(np.linalg.norm(ritz)), 1e-300)
+    return float(np.abs(vals[top])), jnp.asarray(ritz)
 
 
 @dataclasses.dataclass
@@ -112,6 +136,7 @@ class StiffnessMonitor:
     back: float = 0.5
     hvp_cost: float = HVP_COST
     iters: int = 8
+    symmetric: bool = True  # the field's Jacobian (Lanczos); False: Arnoldi, see lambda_max
     first: int = 10
     longest: int = 50
     steps: int = 10
@@ -131,7 +156,9 @@ class StiffnessMonitor:
     def lam(self, field, t: float, y) -> float:
         """λ̂ at (t, y), warm-starting Lanczos from the last Ritz vector."""
         key = jax.random.PRNGKey(self.tests)
-        lam, self.start = lambda_max(field, jnp.asarray(t), y, self.start, key, self.iters)
+        lam, self.start = lambda_max(
+            field, jnp.asarray(t), y, self.start, key, self.iters, self.symmetric
+        )
         self.tests += 1
         return float(lam)
 
