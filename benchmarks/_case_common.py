@@ -11,7 +11,19 @@ import models
 
 from . import _problem
 
-CASES = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "lazy", "alpha", "stiff")
+CASES = (
+    "overhead",
+    "scipy",
+    "torch",
+    "gd",
+    "horizon",
+    "linear",
+    "lazy",
+    "alpha",
+    "stiff",
+    "engine",
+    "exprb",
+)
 TITLES = {
     "overhead": "1. solver overhead",
     "scipy": "2. scipy solve_ivp",
@@ -22,6 +34,8 @@ TITLES = {
     "lazy": "7. gradflows run lazy",
     "alpha": "8. alpha sweep",
     "stiff": "9. stiff: scipy BDF/LSODA, RK45",
+    "engine": '10. solver="auto" ÷ best fixed solver',
+    "exprb": "11. exprb32 ÷ Tsit5 at t = 100",
 }
 
 

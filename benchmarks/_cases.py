@@ -7,6 +7,8 @@ text), `details` (everything measured), `command` (what reproduces it).
 
 from ._case_alpha import case_alpha
 from ._case_common import CASES, TITLES, Config, size
+from ._case_engine import case_engine
+from ._case_exprb import case_exprb
 from ._case_gd import case_gd
 from ._case_horizon import case_horizon
 from ._case_lazy import case_lazy
@@ -28,4 +30,6 @@ RUNNERS = {
     "lazy": case_lazy,
     "alpha": case_alpha,
     "stiff": case_stiff,
+    "engine": case_engine,
+    "exprb": case_exprb,
 }

@@ -30,7 +30,7 @@ from ._timing import load  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUMBERED = {str(i + 1): name for i, name in enumerate(CASES)}
-PER_SIZE = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "stiff")
+PER_SIZE = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "stiff", "exprb")
 
 
 def _parser():
@@ -53,7 +53,7 @@ def _parser():
         metavar="P",
         help="parameter counts of the two-layer net (default 1e4 1e5; --quick: 1e3)",
     )
-    p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (< 3 min)")
+    p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (minutes)")
     p.add_argument("--repeats", type=int, default=None, help="timed repeats (default 3; quick 2)")
     p.add_argument(
         "--profile",

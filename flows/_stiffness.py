@@ -17,7 +17,7 @@ compares h·λ̂, h the step the controller proposes next:
   the manner of LSODA, which compares the steps both methods would take and their costs).
   Measured in seconds, the costs include the stiff solver's Krylov overheads, which
   dominate its steps on small problems (4–11 ms per exprb32 step against 0.3 ms per
-  Tsit5 step at p ≈ 1000; benchmarks/engine.py), so switch times can differ slightly
+  Tsit5 step at p ≈ 1000; benchmarks/_case_engine.py), so switch times can differ slightly
   between machines and runs; every decision's inputs are recorded.
 Before a switch to the stiff solver, one trial step of it from the current state, 2·c_s/c_e
 times as long as the explicit solver's step, must pass the error test (in the manner of LSODA,
@@ -54,7 +54,7 @@ from ._solvers import EVALS_PER_STEP
 STABILITY_BOUNDARY = {"tsit5": 3.5, "dopri5": 3.3, "dopri8": 6.0}
 #: The explicit and the stiff solver between which `solver="auto"` switches.
 #: "exprb32" rather than "kvaerno5": on the benchmark flows its steps cost 4–5× fewer
-#: Hessian-vector products (benchmarks/engine.py), and it is exact on the linear part.
+#: Hessian-vector products (benchmarks/_case_engine.py), and it is exact on the linear part.
 AUTO_EXPLICIT, AUTO_STIFF = "tsit5", "exprb32"
 #: The cost of one Hessian-vector product (forward over reverse) in gradients.
 HVP_COST = 2.0

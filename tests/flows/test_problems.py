@@ -1,5 +1,6 @@
 """flows.separable_deep_linear: the shared logistic deep linear bench is what its docstring
-says, and its numbers stay those the solver tests and benchmarks/engine.py were measured on."""
+says, and its numbers stay those the solver tests and benchmarks/_case_engine.py were measured
+on."""
 
 import jax
 import jax.numpy as jnp
