@@ -122,7 +122,7 @@ def test_auto_stays_explicit_on_a_logistic_deep_linear_flow_and_keeps_balancedne
     assert stats["stiffness"] > 1e4  # measured 1.96e5: the old rule would have gone implicit
     assert stats["switches"] == [] and stats["solvers"] == ["tsit5"]
     # Measured 0.83·rtol (Tsit5 alone: the same 398 steps); Kvaerno5 throughout, the old
-    # rule's choice: 7.7·rtol, exprb32 throughout 3.3·rtol (benchmarks/engine.json). The
+    # rule's choice: 7.7·rtol, exprb32 throughout 3.3·rtol (`benchmarks/run.py --cases engine`). The
     # solver check above tells them apart exactly; the drift bound has the 12× margin.
     assert drift <= 10 * rtol
 
