@@ -8,6 +8,7 @@ process run, its two sides timed interleaved, best of `--repeats`.
 import argparse
 import datetime
 import importlib.metadata
+import math
 import os
 import platform
 import sys
@@ -31,6 +32,12 @@ from ._timing import load  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUMBERED = {str(i + 1): name for i, name in enumerate(CASES)}
 PER_SIZE = ("overhead", "scipy", "torch", "gd", "horizon", "linear", "stiff", "exprb")
+
+
+def _usage_error(message: str):
+    """A bad option: one line naming it on stderr, exit status 2 (as argparse's own errors)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _parser():
@@ -84,7 +91,7 @@ def config_from(args) -> Config:
     for name in args.cases:
         name = NUMBERED.get(name, name)
         if name not in CASES:
-            raise SystemExit(f"--cases: unknown case {name!r}; choose from {', '.join(CASES)}")
+            _usage_error(f"--cases: unknown case {name!r}; choose from {', '.join(CASES)}")
         cases.append(name)
     args.cases = cases
     cfg = Config(quick=args.quick)
@@ -92,19 +99,21 @@ def config_from(args) -> Config:
         cfg.params, cfg.repeats, cfg.gd_halvings, cfg.profile = (1_000,), 2, 3, False
         cfg.scipy_cap_s, cfg.rk45_cap_s = 120.0, 15.0
     if args.params:
+        if not all(math.isfinite(p) and p == int(p) for p in args.params):
+            _usage_error("--params: each parameter count must be a whole number, e.g. 1e4")
         if any(p < 100 for p in args.params):
-            raise SystemExit("--params: each parameter count must be >= 100")
+            _usage_error("--params: each parameter count must be >= 100")
         cfg.params = tuple(int(p) for p in args.params)
     if args.repeats is not None:
         if args.repeats < 1:
-            raise SystemExit("--repeats must be >= 1")
+            _usage_error("--repeats must be >= 1")
         cfg.repeats = args.repeats
     if args.profile is not None:
         cfg.profile = args.profile
     for name, value in (("scipy_cap", args.scipy_cap), ("rk45_cap", args.rk45_cap)):
         if value is not None:
             if not value > 0:
-                raise SystemExit(f"--{name.replace('_', '-')} must be > 0 seconds")
+                _usage_error(f"--{name.replace('_', '-')} must be > 0 seconds")
             setattr(cfg, name + "_s", value)
     return cfg
 

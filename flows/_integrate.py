@@ -254,7 +254,7 @@ def integrate(
                         monitor is not None and bool(hit) and stats.num_steps < max_steps
                     ):
                         _raise_failure(
-                            field, phase, settings, stats, y, t_now, t_stop, norm0, h_last,
+                            field, phase, settings, stats, y, t_now, float(ts[-1]), norm0, h_last,
                             bool(collapsed), bool(hit),
                         )  # fmt: skip
                     state, t_start = new_state, t_now
@@ -278,8 +278,8 @@ def integrate(
                         break
                 if stats.num_steps > max_steps:
                     raise MaxStepsReached(
-                        f"max_steps={max_steps} reached at t={t_start:.6g} of t={t_end:.6g} "
-                        f"(solver {phase!r}); "
+                        f"max_steps={max_steps} reached at t={t_start:.6g} "
+                        f"of t={float(ts[-1]):.6g} (solver {phase!r}); "
                         f"{max_steps_advice(phase, settings, stats)}",
                         t_start,
                     )
