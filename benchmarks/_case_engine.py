@@ -15,7 +15,7 @@ import time
 import flows
 
 from ._case_common import _row, problem, size
-from ._timing import timed
+from ._timing import best_of, timed
 
 FIXED = ("tsit5", "kvaerno5", "exprb32")
 MAX_STEPS = 20_000  # per solve: Tsit5 on the stiff squared flow would need ~10⁷
@@ -97,12 +97,7 @@ def run_solvers(solve, settings, solvers, repeats):
             print(f"      {solver}: not finished in {MAX_STEPS} steps ({ran:.1f} s)", flush=True)
             continue
         calls[solver] = call
-    best, last = {}, {}
-    for _ in range(max(1, repeats)):
-        for solver, call in calls.items():
-            if best.get(solver, 0.0) < CHEAP_S:
-                seconds, last[solver] = timed(call)
-                best[solver] = min(best.get(solver, seconds), seconds)
+    best, last = best_of(calls, repeats, once_above=CHEAP_S)
     for solver in calls:
         records[solver] = _record(last[solver], best[solver], cold[solver], settings["rtol"])
         r = records[solver]

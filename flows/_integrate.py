@@ -150,6 +150,7 @@ def integrate(
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
 
     phase, monitor = solver, None
+    horizon = float(ts[-1])
     symmetric = symmetric_jacobian(field)
     if solver == "auto":
         monitor = StiffnessMonitor(
@@ -159,7 +160,7 @@ def integrate(
             longest=settings.stiff_steps,
         )
         phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
-        stats.stiffness = monitor.lam(field, 0.0, y0) * float(ts[-1])  # warm-starts Lanczos
+        stats.stiffness = monitor.lam(field, 0.0, y0) * horizon  # warm-starts Lanczos
         stats.jvp_evals += monitor.iters
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     if checkpoint is not None and os.path.exists(checkpoint):
@@ -254,13 +255,13 @@ def integrate(
                         monitor is not None and bool(hit) and stats.num_steps < max_steps
                     ):
                         _raise_failure(
-                            field, phase, settings, stats, y, t_now, float(ts[-1]), norm0, h_last,
+                            field, phase, settings, stats, y, t_now, horizon, norm0, h_last,
                             bool(collapsed), bool(hit),
                         )  # fmt: skip
                     state, t_start = new_state, t_now
                     since_test += steps
                     # A test ends each segment (not each chunk), and any capped call.
-                    tested = monitor is not None and t_now < float(ts[-1])
+                    tested = monitor is not None and t_now < horizon
                     tested = tested and (t_now < t_end or since_test >= monitor.steps or bool(hit))
                     if tested:
                         since_test = 0
@@ -279,7 +280,7 @@ def integrate(
                 if stats.num_steps > max_steps:
                     raise MaxStepsReached(
                         f"max_steps={max_steps} reached at t={t_start:.6g} "
-                        f"of t={float(ts[-1]):.6g} (solver {phase!r}); "
+                        f"of t={horizon:.6g} (solver {phase!r}); "
                         f"{max_steps_advice(phase, settings, stats)}",
                         t_start,
                     )
