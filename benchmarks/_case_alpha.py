@@ -145,7 +145,7 @@ def _lazy_compile_reuse(base, cfg):
     times = []
     for alpha in (100.0, 1000.0):
         seconds, _ = timed(
-            lambda alpha=alpha: flows.lazy_comparison(
+            lambda alpha=alpha: flows.lazy.lazy_comparison(
                 net, (base.X, base.Y), alpha, 1.0, solver="tsit5", rtol=1e-6, atol=1e-9
             )
         )

@@ -3,7 +3,7 @@
 - logistic deep linear net (10, h, h, 1), p ≈ the run's size, to t = `cfg.horizon_t1` (10⁶);
 - squared-loss two-layer tanh net, p ≈ the run's size, to t = 10⁶ (both from `_problem.py`);
 - deep linear net 5 → 4 → 3 → 1 (Gaussian init of scale 10, 30 separable points, mean
-  logistic loss, `flows.separable_deep_linear`) to t = 10⁴ at rtol 1e-8, with its
+  logistic loss, `problems.separable_deep_linear`) to t = 10⁴ at rtol 1e-8, with its
   balancedness drift.
 Each solver: one compiling call, then warm calls interleaved across the solvers (best of
 `cfg.repeats`; a solver whose warm call takes over CHEAP_S is timed once). A fixed solver that
@@ -13,6 +13,7 @@ exhausts MAX_STEPS (Tsit5 on a stiff flow) is recorded as not finished with the 
 import time
 
 import flows
+from tests.problems import separable_deep_linear
 
 from ._case_common import _row, problem, size
 from ._timing import best_of, timed
@@ -32,8 +33,8 @@ def problems(cfg, params):
     """`{key: (label, solve(**kw) -> Trajectory, settings)}` of the three problems; the two
     sized ones with p ≈ `params`."""
     logistic, squared = problem("deep_linear", params, cfg), problem("two_layer", params, cfg)
-    loss, net0, _, _ = flows.separable_deep_linear(30, scale=10.0)
-    drift = {"drift": flows.balancedness_drift(net0)}
+    loss, net0, _, _ = separable_deep_linear(30, scale=10.0)
+    drift = {"drift": flows.observables.balancedness_drift(net0)}
     t1 = cfg.horizon_t1
     return {
         "logistic": (

@@ -11,14 +11,14 @@ from ._timing import best_of, timed
 
 
 def case_linear(cfg, params):
-    """The linearised two-layer net: `flows.linear_closed_form` (α = 1) against the ODE of
+    """The linearised two-layer net: `flows.lazy.linear_closed_form` (α = 1) against the ODE of
     the same linearised model, time and agreement at 101 save times."""
     prob = problem("linearized", params, cfg)
     base = problem("two_layer", params, cfg)
     ts = flows.log_times(prob.t1, 100)
 
     def closed_form():
-        return flows.linear_closed_form(base.net, (base.X, base.Y), 1.0, ts)
+        return flows.lazy.linear_closed_form(base.net, (base.X, base.Y), 1.0, ts)
 
     fns = {"closed_form": closed_form, "ode": lambda: prob.flow(solver="tsit5", ts=ts)}
     cold = {k: timed(f)[0] for k, f in fns.items()}
@@ -40,7 +40,7 @@ def case_linear(cfg, params):
             "ODE time ÷ closed-form time (101 save times)",
             speed,
             "×",
-            ours=f"flows.linear_closed_form {secs['closed_form']:.3f} s",
+            ours=f"flows.lazy.linear_closed_form {secs['closed_form']:.3f} s",
             theirs=f"ODE (Tsit5) {secs['ode']:.2f} s, {traj.stats['num_steps']} steps",
             details={
                 "seconds": secs,
@@ -48,7 +48,7 @@ def case_linear(cfg, params):
                 "max_weight_difference_relative_to_distance_moved": weight_agreement,
                 "max_loss_difference_relative_to_initial_loss": loss_agreement,
                 "ode_stats": traj.stats,
-                "closed_form": "flows.linear_closed_form(net, (X, Y), alpha=1, ts)",
+                "closed_form": "flows.lazy.linear_closed_form(net, (X, Y), alpha=1, ts)",
             },
             note=f"agree to {weight_agreement:.1e} (weights), {loss_agreement:.1e} (loss)",
         )

@@ -1,4 +1,4 @@
-"""Cost of exact ReLU-family flows: `flows.filippov_flow` against the chattering baseline.
+"""Cost of exact ReLU-family flows: `flows.nonsmooth.filippov_flow` against the chattering baseline.
 
 `python benchmarks/filippov.py [--cases digits lazy] [--out benchmarks/filippov.json]`
 
@@ -81,11 +81,11 @@ def digits_case():
     rows = []
     for name in ACTIVATIONS:
         net = models.TwoLayerNet(3, 8, activation=name, key=jax.random.PRNGKey(0))
-        drift = flows.neuron_balancedness_drift(net, relative=True)
+        drift = flows.observables.neuron_balancedness_drift(net, relative=True)
         for t1 in (50.0, 1e4):
 
             def solve(net=net, t1=t1, drift=drift):
-                return flows.filippov_flow(
+                return flows.nonsmooth.filippov_flow(
                     net,
                     (X, y),
                     t1,
@@ -154,13 +154,13 @@ def lazy_case(alphas=(1.0, 10.0)):
     net = models.symmetrize(
         models.TwoLayerNet(64, 256, activation="relu", key=jax.random.PRNGKey(0)), "doubled"
     )
-    lam = np.linalg.eigvalsh(flows.ntk_gram(net, X))
+    lam = np.linalg.eigvalsh(flows.ntk.ntk_gram(net, X))
     t1 = 6.0 * np.log(10.0) / (2 * lam[0])
     rows = []
     for alpha in alphas:
 
         def solve(alpha=alpha):
-            return flows.filippov_flow(
+            return flows.nonsmooth.filippov_flow(
                 net, (X, y), t1, alpha=alpha, ts=flows.log_times(t1, 40, t_min=1e-3 * t1),
                 rtol=1e-10, atol=1e-12, max_steps=100_000, save_params=False,
             )  # fmt: skip

@@ -4,7 +4,8 @@
 The deep linear net 64 → 16 → 8 → 1 of `gradflows run balance` (digits 3 and 8, 200 training
 points, seed 0, Gaussian init of scale 1, mean loss) integrated to t = 10⁶ from the same
 initialisation. For each solver and tolerance (atol = rtol/100): the maximum over the save
-times of the relative drift of every C_k = W_kW_kᵀ − W_{k+1}ᵀW_{k+1} (`flows.balancedness_drift`,
+times of the relative drift of every C_k = W_kW_kᵀ − W_{k+1}ᵀW_{k+1}
+(`flows.observables.balancedness_drift`,
 relative), steps, gradient evaluations, Hessian-vector products, the largest Newton residual,
 the wall time of a second (compiled) run, and the final-state error against a reference
 solve (Dopri8, rtol 1e-12). Writes `benchmarks/gauss.json`.
@@ -58,7 +59,7 @@ def _problem(kind: str):
     def loss(net):
         return objective(jax.vmap(net)(X)[:, 0], y)
 
-    return loss, net0, {"drift": flows.balancedness_drift(net0, relative=True)}
+    return loss, net0, {"drift": flows.observables.balancedness_drift(net0, relative=True)}
 
 
 def _final_state(traj):

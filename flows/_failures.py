@@ -5,7 +5,7 @@ collapsed while the state stayed bounded (a kink, or stiffness beyond the solver
 really grew (a blow-up), or it became non-finite. The advice for an exhausted step budget
 fits the solver in use and the rejected-step rate."""
 
-from ._solvers import EXPONENTIAL, IMPLICIT
+from ._solver._solvers import EXPONENTIAL, IMPLICIT
 
 #: Below dtmin·max(1, t) a proposed step counts as collapsed (t the time reached): a few
 #: hundred float64 ulps of t, where further steps cannot advance the time meaningfully.
@@ -100,7 +100,8 @@ def collapse_message(
     elif phase in EXPONENTIAL:
         advice = (
             f"solver={phase!r} follows stiffness exactly, so a kink is the likely cause: a "
-            "smooth activation (gelu, softplus) or flows.filippov_flow for ReLU-family nets"
+            "smooth activation (gelu, softplus) or flows.nonsmooth.filippov_flow for "
+            "ReLU-family nets"
         )
     else:
         advice = "use solver='auto', 'exprb32' or 'kvaerno5' if the flow is stiff"

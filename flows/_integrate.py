@@ -20,12 +20,12 @@ from tqdm.auto import tqdm
 from . import _checkpoint
 from ._counting import Counter
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
-from ._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._settings import SolveSettings
-from ._solve import solve_span
-from ._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STIFF, make_solver
+from ._solver._gauss import forget_newton_failure, max_newton_residual, newton_failure
+from ._solver._solve import solve_span
+from ._solver._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STIFF, make_solver
+from ._solver._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 from ._stats import SolveStats
-from ._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 
 
 @eqx.filter_jit
@@ -52,7 +52,7 @@ def _tree_all_finite(tree) -> bool:
 def symmetric_jacobian(field) -> bool:
     """Whether `field`'s Jacobian is symmetric: a gradient flow's is (−∇²F), and a field that
     is not a gradient says otherwise with a class attribute `symmetric_jacobian = False`
-    (the lazy pair, `flows._lazy`); exprb32 and the stiffness tests then use Arnoldi."""
+    (the lazy pair, `flows.lazy._comparison`); exprb32 and the stiffness tests then use Arnoldi."""
     return bool(getattr(field, "symmetric_jacobian", True))
 
 

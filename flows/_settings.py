@@ -6,7 +6,7 @@ import dataclasses
 import math
 
 from ._checks import check_positive, check_ts
-from ._solvers import GMRES_MAX_ITERS, KVAERNO_DENSE_MAX, NAMES
+from ._solver._solvers import GMRES_MAX_ITERS, KVAERNO_DENSE_MAX, NAMES
 from ._times import log_times
 
 _MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps

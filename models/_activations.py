@@ -73,7 +73,7 @@ def activation(name_or_callable: str | Callable[[ArrayLike], Array]) -> Callable
       "leaky_relu" (slope 0.01), or any elementwise callable (it must be hashable, as plain
       functions and `abs_family` results are). "relu", "abs" and "leaky_relu" resolve to
       `abs_family(½, ½)`, `abs_family(0, 1)` and `abs_family(1.01/2, 0.99/2)`, so that their
-      kink slopes are known (`flows.filippov_flow` needs them).
+      kink slopes are known (`flows.nonsmooth.filippov_flow` needs them).
 
     **Returns:**
 

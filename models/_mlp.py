@@ -56,9 +56,9 @@ class MLP(eqx.Module):
       parameters (Jacot, Gabriel & Hongler 2018; neural-tangents' `stax.Dense(...,
       parameterization="ntk")`);
 
-    and f(x) = z_{L+1}, m_0 = d, m_{L+1} = 1. At initialisation, `flows.ntk_gram` of an
+    and f(x) = z_{L+1}, m_0 = d, m_{L+1} = 1. At initialisation, `flows.ntk.ntk_gram` of an
     `"ntk"` MLP without bias and with `activation=models.abs_family(a, b)` estimates
-    `flows.ntk_infinite(X, depth=L, a=a, b=b, weight_std=σ_w)`.
+    `flows.ntk.ntk_infinite(X, depth=L, a=a, b=b, weight_std=σ_w)`.
 
     **Arguments:**
 
@@ -151,7 +151,7 @@ class MLP(eqx.Module):
 
         `shifts` (optional): a tuple of arrays of shapes (m_1,), …, (m_L,), (1,) added to the
         pre-activations z_1, …, z_{L+1}; the gradient of the output with respect to them at 0
-        is the backpropagated error ∂f/∂z_l used by `flows.ntk_gram`.
+        is the backpropagated error ∂f/∂z_l used by `flows.ntk.ntk_gram`.
 
         **Returns:** `(f(x), (x_0, …, x_L))`: a scalar and the layers' inputs, x_0 = x.
         """

@@ -3,7 +3,8 @@
 
 For f(x) = Σ_j a_j φ(b_j·x) with φ(s) = a·s + b·|s| (ReLU, leaky ReLU, abs), ‖b_j‖² − a_j² is
 conserved by the gradient flow (Du, Hu & Lee 2018, Thm 2.1), also along a kink, where both
-φ(z) and φ'(z)·z vanish. Two sweep tasks per activation: `flows.filippov_flow` (kink crossings
+φ(z) and φ'(z)·z vanish. Two sweep tasks per activation:
+`flows.nonsmooth.filippov_flow` (kink crossings
 located as events, sliding resolved) to the long horizon, and plain Tsit5 with a step budget,
 which chatters where a pre-activation slides along its kink and stops early.
 """
@@ -46,9 +47,9 @@ def _observables(net0) -> dict:
     """‖b_j‖² − a_j² per neuron, and its drift, absolute and relative to max(1, ‖b_j‖² + a_j²)
     at t = 0."""
     return {
-        "neuron": flows.neuron_balancedness,
-        "drift": flows.neuron_balancedness_drift(net0),
-        "drift_relative": flows.neuron_balancedness_drift(net0, relative=True),
+        "neuron": flows.observables.neuron_balancedness,
+        "drift": flows.observables.neuron_balancedness_drift(net0),
+        "drift_relative": flows.observables.neuron_balancedness_drift(net0, relative=True),
     }
 
 
@@ -86,7 +87,7 @@ def homogeneous_task(problem, s, task, ctx) -> tuple[dict, dict | None]:
     start = time.perf_counter()
     try:
         if filippov:
-            traj = flows.filippov_flow(
+            traj = flows.nonsmooth.filippov_flow(
                 net0, (X, y), T, loss=squared, checkpoint=ctx.checkpoint, **common
             )
         else:
@@ -132,7 +133,8 @@ def homogeneous_summary(s, records) -> dict:
         "data": "first 10 training digits, top 3 principal components, targets ±1",
         "loss": "squared, mean",
         "runs": {name: runs[name] for name in s["activations"] if name in runs},
-        "note": "filippov: flows.filippov_flow (kink crossings as events, sliding resolved), "
+        "note": "filippov: flows.nonsmooth.filippov_flow "
+        "(kink crossings as events, sliding resolved), "
         "to --homogeneous-t1; tsit5: the plain gradient flow with a step budget, which "
         "chatters where a neuron slides along a kink b_j·x_i = 0 (the vector field jumps) and "
         "stops at t_reached. Drift relative = |I_j(t) - I_j(0)| / max(1, ||b_j||^2 + a_j^2), "

@@ -20,7 +20,7 @@ class _Problem:
 
     def __init__(self, s: dict):
         X, y = digits_table(s["classes"], s["n_train"], 0, s["seed"])[:2]
-        if not flows.is_linearly_separable(X, y):
+        if not flows.observables.is_linearly_separable(X, y):
             raise UsageError(
                 f"--classes {s['classes']}: the {len(y)} training points are not "
                 "linearly separable through the origin; choose other digits"
@@ -31,21 +31,21 @@ class _Problem:
         self.net0 = models.DeepLinearNet.gaussian(
             self.dims, scale=s["scale"], key=jax.random.PRNGKey(s["seed"])
         )
-        self.svm = flows.max_margin(X, y)
+        self.svm = flows.observables.max_margin(X, y)
         self._logistic = flows.LogisticLoss(s["losses"]["logistic"])
         self._squared = flows.SquaredLoss(s["losses"]["squared"])
-        drift = flows.balancedness_drift(self.net0)
-        drift_relative = flows.balancedness_drift(self.net0, relative=True)
+        drift = flows.observables.balancedness_drift(self.net0)
+        drift_relative = flows.observables.balancedness_drift(self.net0, relative=True)
         self.drift_observables = {"drift": drift, "drift_relative": drift_relative}
         self.observables = {
             **self.drift_observables,
-            "singular_values": flows.layer_singular_values,
-            "alignment": flows.adjacent_alignment,
-            "sigma_ratio": flows.singular_value_ratio,
-            "stable_rank": flows.stable_rank,
-            "end_to_end": flows.end_to_end,
-            "margin": flows.normalised_margin(X, y),
-            "angle": flows.max_margin_angle(self.svm.direction),
+            "singular_values": flows.observables.layer_singular_values,
+            "alignment": flows.observables.adjacent_alignment,
+            "sigma_ratio": flows.observables.singular_value_ratio,
+            "stable_rank": flows.observables.stable_rank,
+            "end_to_end": flows.observables.end_to_end,
+            "margin": flows.observables.normalised_margin(X, y),
+            "angle": flows.observables.max_margin_angle(self.svm.direction),
         }
 
     def logistic(self, net):

@@ -27,7 +27,7 @@ def squared_task(problem, s, task, ctx) -> tuple[dict, dict]:
         "squared",
         rtol=rtol,
         solver=s["solver"]["squared"],
-        observables={**problem.drift_observables, "end_to_end": flows.end_to_end},
+        observables={**problem.drift_observables, "end_to_end": flows.observables.end_to_end},
     )
     beta_ls = np.linalg.lstsq(problem.X_np, problem.y_np, rcond=None)[0]
     loss_ls = float(problem.squared(models.DeepLinearNet([jnp.asarray(beta_ls)[None, :]])))

@@ -3,8 +3,8 @@
 Chizat, Oyallon & Bach 2019, "On Lazy Training in Differentiable Programming": Theorem 2.2
 (finite horizon), Theorem 2.4 (uniform in time) and Proposition A.1 (held-out inputs), checked
 on real data. For each α the flows of F_α(w) = R(αh(w))/α² and of its linearisation F̄_α are
-integrated jointly (`flows.lazy_comparison`) and their sup gaps measured; the theorems'
-constants come from `flows.lazy_constants`.
+integrated jointly (`flows.lazy.lazy_comparison`) and their sup gaps measured; the theorems'
+constants come from `flows.lazy.lazy_constants`.
 
 The run folder holds `config.json`, one `part-<key>.json`/`.npz` per finished α (a task of
 `experiments._sweep`, keyed by a hash of `{"alpha": α}`, written atomically, so an interrupted

@@ -1,4 +1,4 @@
-"""One α of the sweep: a task of `experiments._sweep` that runs `flows.lazy_comparison`."""
+"""One α of the sweep: a task of `experiments._sweep` that runs `flows.lazy.lazy_comparison`."""
 
 import numpy as np
 
@@ -8,7 +8,7 @@ from .._options import solve_settings
 from ._inputs import build_model
 
 LOSS = flows.SquaredLoss("sum")  # R(y) = ½‖y − y*‖²: m = M = 1, κ = 1
-# Dh is not Lipschitz: no C0; lazy_comparison integrates these by flows.filippov_flow
+# Dh is not Lipschitz: no C0; lazy_comparison integrates these by flows.nonsmooth.filippov_flow
 NON_SMOOTH = ("relu", "abs", "leaky_relu")
 KINK_STATS = ("events", "crossings", "sliding_entries", "sliding_exits", "pieces")
 # F_α below ½(PL_FLOOR·ε·‖y*‖)²/α² is round-off (r = αh − y* is computed to ~ε‖y*‖): μ is
@@ -27,8 +27,8 @@ SERIES = (
 
 
 def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
-    """`flows.late_rate` and, when it is None, why."""
-    rate = flows.late_rate(ts, residual, start=window, floor=floor)
+    """`flows.lazy.late_rate` and, when it is None, why."""
+    rate = flows.lazy.late_rate(ts, residual, start=window, floor=floor)
     if rate is not None:
         return rate, None
     return None, (
@@ -43,7 +43,7 @@ def _pl(ts, res, y_norm) -> tuple[dict, dict]:
     floor = 0.5 * (PL_FLOOR * np.finfo(np.float64).eps * y_norm / res.alpha) ** 2
     record, arrays = {}, {}
     for suffix, parts in (("", res.pl), ("_linearized", res.pl_linearized)):
-        mu = flows.pl_constant(parts, floor=floor)
+        mu = flows.observables.pl_constant(parts, floor=floor)
         defined = int(mu.count())
         record["pl_inf" + suffix] = float(mu.min()) if defined else None
         record["pl_inf_t" + suffix] = float(ts[int(mu.argmin())]) if defined else None
@@ -82,11 +82,11 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     s, ts, alpha = shared["settings"], shared["ts"], task["alpha"]
     model = build_model(s, shared["X"].shape[1])
     kinked = s["activation"] in NON_SMOOTH
-    remainder = flows.lazy_remainder_rule(alpha) and not kinked
+    remainder = flows.lazy.lazy_remainder_rule(alpha) and not kinked
     form = "Filippov + direct" if kinked else "remainder" if remainder else "direct"
     record = {"alpha": alpha, "form": form}
     try:
-        res = flows.lazy_comparison(
+        res = flows.lazy.lazy_comparison(
             model,
             (shared["X"], shared["Y"]),
             alpha,

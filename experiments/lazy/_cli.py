@@ -71,7 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         g,
         "activation",
         "gelu, tanh, softplus (smooth), relu, abs, leaky_relu (default %(default)s); the kinked "
-        "ones are integrated exactly by flows.filippov_flow (--depth 1, explicit --solver)",
+        "ones are integrated exactly by flows.nonsmooth.filippov_flow "
+        "(--depth 1, explicit --solver)",
     )
     _option(
         g,
@@ -91,7 +92,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _option(
         g,
         "t1",
-        "horizon (flow time); default: flows.lazy_horizon, D·ln(10)/(2·λ_min(Σ)) with "
+        "horizon (flow time); default: flows.lazy.lazy_horizon, D·ln(10)/(2·λ_min(Σ)) with "
         "D = --loss-decades, so that the linearised loss falls by at least 10^D",
         type=float,
     )
@@ -105,8 +106,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _option(
         g,
         "nodes",
-        "Gauss-Legendre nodes of the remainder form (default: flows.LAZY_NODES). "
-        "lazy_comparison picks the form by flows.lazy_remainder_rule (remainder for α >= 30)",
+        "Gauss-Legendre nodes of the remainder form (default: flows.lazy.LAZY_NODES). "
+        "lazy_comparison picks the form by flows.lazy.lazy_remainder_rule (remainder for α >= 30)",
         type=int,
     )
     _option(
@@ -148,7 +149,7 @@ def settings(args) -> dict:
     s["alphas"] = alphas or list(DEFAULT_ALPHAS)
     s["classes"] = ",".join(map(str, parse_classes(s["classes"])))
     if s["nodes"] is None:
-        s["nodes"] = flows.LAZY_NODES
+        s["nodes"] = flows.lazy.LAZY_NODES
     for key, low, high in (
         ("width", 1, 100_000),
         ("depth", 1, 64),
@@ -179,15 +180,21 @@ def settings(args) -> dict:
     except ValueError as e:
         raise UsageError(f"--activation: {e}") from None
     solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
-    if s["activation"] in ("relu", "abs", "leaky_relu"):  # integrated by flows.filippov_flow
+    if s["activation"] in (
+        "relu",
+        "abs",
+        "leaky_relu",
+    ):  # integrated by flows.nonsmooth.filippov_flow
         if s["depth"] != 1:
             raise UsageError(
-                f"--depth: {s['activation']} nets are integrated by flows.filippov_flow, which "
+                f"--depth: {s['activation']} nets are integrated by "
+                "flows.nonsmooth.filippov_flow, which "
                 f"supports one hidden layer (--depth 1), got {s['depth']}"
             )
         if s["solver"] not in ("auto", "tsit5", "dopri5", "dopri8"):
             raise UsageError(
-                f"--solver: {s['activation']} nets are integrated by flows.filippov_flow, whose "
+                f"--solver: {s['activation']} nets are integrated by "
+                "flows.nonsmooth.filippov_flow, whose "
                 f"pieces need an explicit solver (auto, tsit5, dopri5, dopri8), got {s['solver']}"
             )
     return s

@@ -16,7 +16,7 @@ LAMBDA_MIN = (
 
 def _mu(arr, i, suffix, floor):
     """(t, μ(t)) at the save times t > 0 where μ is defined (F_α above the run's floor)."""
-    mu = flows.pl_constant(
+    mu = flows.observables.pl_constant(
         {"grad_norm_sq": arr["pl_grad_norm_sq" + suffix][i], "gap": arr["pl_gap" + suffix][i]},
         floor=floor,
     )

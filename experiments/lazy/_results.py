@@ -56,7 +56,7 @@ def _fits(runs, heldout: bool) -> dict:
     enough = len(ok) >= MIN_FIT_ALPHAS
 
     def slope(key):
-        return flows.loglog_slope(alphas, [r[key] for r in ok]) if enough else None
+        return flows.lazy.loglog_slope(alphas, [r[key] for r in ok]) if enough else None
 
     late = [r["rate"] for r in ok if r["alpha"] >= LATE_ALPHA and r.get("rate") is not None]
     return {
@@ -109,7 +109,7 @@ def _pl_fits(runs, lambda_min) -> dict:
 
     def slope(key):
         pairs = [(r["alpha"], r[key]) for r in ok if r.get(key) is not None]
-        return flows.loglog_slope(*zip(*pairs)) if enough and len(pairs) >= 2 else None
+        return flows.lazy.loglog_slope(*zip(*pairs)) if enough and len(pairs) >= 2 else None
 
     return {
         "pl_relative_gap_slope": slope("pl_relative_gap"),
@@ -138,7 +138,7 @@ def write_results(folder, config, records, parts, constants, s, t1, sweep) -> No
         extra = {
             "theorem_2_4_rate": constants.theorem_2_4_rate if smooth else None,
             "symmetrize": s["symmetrize"],
-            "theorem_2_2_bound": flows.theorem_2_2_bound(
+            "theorem_2_2_bound": flows.lazy.theorem_2_2_bound(
                 alpha,
                 t1,
                 float(LOSS(alpha * constants.h0, constants.y_star)),  # R(αh(w0))
@@ -150,7 +150,7 @@ def write_results(folder, config, records, parts, constants, s, t1, sweep) -> No
         if not rec["failed"]:
             arrays = dict(part)
             if smooth:
-                arrays["theorem_2_4_bound"] = flows.theorem_2_4_bound(
+                arrays["theorem_2_4_bound"] = flows.lazy.theorem_2_4_bound(
                     arrays["ts"], alpha, constants
                 )
             # measured: ‖αh(w_α(t)) − y*‖ ≤ bound at every save time (1e-9: round-off at t = 0)

@@ -14,7 +14,7 @@ from ._inputs import build_model, describe, load_data
 from ._report import print_summary
 from ._results import write_results
 
-# Above this many explicit steps per α (at least; `flows.explicit_steps`), the run says what
+# Above this many explicit steps per α (at least; `flows.lazy.explicit_steps`), the run says what
 # it will cost before it starts: ~25× the default run's 820 steps.
 LONG_RUN_STEPS = 20_000
 PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})"
@@ -28,7 +28,7 @@ def _horizon(s, constants) -> float:
             f"--t1: the NTK Gram matrix is singular (λ_min = {constants.lambda_min:.3g}), "
             "so no horizon makes the loss fall by 10^D; give --t1"
         )
-    return flows.lazy_horizon(constants.lambda_min, s["loss_decades"])
+    return flows.lazy.lazy_horizon(constants.lambda_min, s["loss_decades"])
 
 
 def _check_cost(s, t1, lambda_max) -> None:
@@ -37,7 +37,7 @@ def _check_cost(s, t1, lambda_max) -> None:
     boundary = flows.STABILITY_BOUNDARY.get(s["solver"])
     if boundary is None:  # "auto" and the stiff solvers are not bound by λ_max
         return
-    steps = flows.explicit_steps(t1, lambda_max, s["solver"])
+    steps = flows.lazy.explicit_steps(t1, lambda_max, s["solver"])
     where = (
         f"t1 = {t1:.3g} with λ_max(Σ) = {lambda_max:.3g} needs at least {steps:.3g} "
         f"{s['solver']} steps per α (λ_max·t1/{boundary:g}, its stability limit)"
@@ -73,7 +73,7 @@ def _run(args, s, sweep) -> int:
         )
     _interrupt.watch(folder)
     model = build_model(s, X.shape[1])
-    constants = flows.lazy_constants(
+    constants = flows.lazy.lazy_constants(
         model,
         (X, Y),
         loss=LOSS,
@@ -83,13 +83,13 @@ def _run(args, s, sweep) -> int:
     )
     t1 = _horizon(s, constants)
     _check_cost(s, t1, constants.lambda_max)
-    ts = flows.lazy_save_times(t1, constants.lambda_max, s["n_times"])
+    ts = flows.lazy.lazy_save_times(t1, constants.lambda_max, s["n_times"])
     config = stored or {
         **s,
         "t1": t1,
         "t1_rule": "given (--t1)"
         if s["t1"] is not None
-        else f"flows.lazy_horizon: D·ln(10)/(2·λ_min(Σ)) with D = --loss-decades = "
+        else f"flows.lazy.lazy_horizon: D·ln(10)/(2·λ_min(Σ)) with D = --loss-decades = "
         f"{s['loss_decades']:g}",
         "task": data.task,
         "data_description": describe(s, data),
@@ -106,8 +106,8 @@ def _run(args, s, sweep) -> int:
         "loss": "squared, sum: R(y) = ½‖y − y*‖²",
         "n_save_times": int(len(ts)),
         "dtype": "float64",
-        "remainder_rule": "flows.lazy_remainder_rule: remainder form for α >= "
-        f"{flows.LAZY_REMAINDER_ALPHA:g}, direct form below",
+        "remainder_rule": "flows.lazy.lazy_remainder_rule: remainder form for α >= "
+        f"{flows.lazy.LAZY_REMAINDER_ALPHA:g}, direct form below",
     }
     folder.start(config)
     shared = {"settings": s, "X": X, "Y": Y, "heldout": X_test if len(X_test) else None, "ts": ts}
@@ -160,7 +160,7 @@ def _interleaved(alphas) -> list[int]:
     from the shared compilation cache instead of compiling it again."""
     forms = ([], [])
     for i, alpha in enumerate(alphas):
-        forms[flows.lazy_remainder_rule(alpha)].append(i)
+        forms[flows.lazy.lazy_remainder_rule(alpha)].append(i)
     direct, remainder = forms
     order = [i for pair in zip(direct, remainder) for i in pair]
     n = min(len(direct), len(remainder))

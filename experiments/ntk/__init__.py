@@ -3,7 +3,8 @@ infinite-width limit at rate m^(−1/2) (Terjék & González-Sánchez 2025).
 
 For digits and Gaussian inputs (‖x‖² = d), for ReLU, |s| and one mixed (a, b), and for constant
 and quadratic widths (m_k = m or k²·m): the relative operator-norm error ‖K_m − K∞‖/‖K∞‖ of the
-empirical NTK (`flows.ntk_gram`) against `flows.ntk_infinite`, over widths and seeds, its fitted
+empirical NTK (`flows.ntk.ntk_gram`) against
+`flows.ntk.ntk_infinite`, over widths and seeds, its fitted
 log-log slope, and cond(K∞) against depth.
 
 The measurements are tasks of the sweep layer (`experiments._sweep`): one per data set,

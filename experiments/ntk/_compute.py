@@ -26,7 +26,7 @@ def relative_errors(X, a, b, depth, scheme, m, index, seeds, key, progress=False
     parameterisation at the edge of chaos, no bias. Network s has the key
     `fold_in(key, index·100003 + s)`, with `index` the place of m in the run's width grid,
     so every network of a run has its own key."""
-    _, K_inf = flows.ntk_infinite(X, depth=depth, a=a, b=b)
+    _, K_inf = flows.ntk.ntk_infinite(X, depth=depth, a=a, b=b)
     norm = np.linalg.norm(K_inf, 2)
     phi = models.abs_family(a, b)
     out = np.empty(seeds)
@@ -34,7 +34,7 @@ def relative_errors(X, a, b, depth, scheme, m, index, seeds, key, progress=False
         net = models.MLP(X.shape[1], hidden_widths(scheme, m, depth), activation=phi,
                          bias=False, parameterization="ntk", weight_std=1 / np.hypot(a, b),
                          key=jax.random.fold_in(key, index * 100_003 + s))  # fmt: skip
-        K = flows.ntk_gram(net, X, method="layers")
+        K = flows.ntk.ntk_gram(net, X, method="layers")
         out[s] = np.linalg.norm(K - K_inf, 2) / norm
     return out
 
@@ -43,7 +43,7 @@ def condition_numbers(X, a, b, depths) -> np.ndarray:
     """(λ_min, λ_max) of K∞ at each depth, shape (2, len(depths))."""
     lo, hi = [], []
     for L in depths:
-        lam = np.linalg.eigvalsh(flows.ntk_infinite(X, depth=L, a=a, b=b)[1])
+        lam = np.linalg.eigvalsh(flows.ntk.ntk_infinite(X, depth=L, a=a, b=b)[1])
         lo.append(lam[0])
         hi.append(lam[-1])
     return np.array([lo, hi])

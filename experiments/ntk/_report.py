@@ -13,10 +13,10 @@ SETTLE_TOLERANCE = 0.10  # cond(K∞) within 10% of its value at the largest dep
 def slope_fit(widths, errors) -> dict:
     """Log-log slope of the seed-mean error against m, and the spread of per-seed slopes
     (seed s across all widths); errors has shape (W, S)."""
-    per_seed = [flows.loglog_slope(widths, errors[:, s]) for s in range(errors.shape[1])]
+    per_seed = [flows.lazy.loglog_slope(widths, errors[:, s]) for s in range(errors.shape[1])]
     per_seed = np.array([s for s in per_seed if s is not None])
     return {
-        "slope_of_mean": flows.loglog_slope(widths, errors.mean(axis=1)),
+        "slope_of_mean": flows.lazy.loglog_slope(widths, errors.mean(axis=1)),
         "per_seed_mean": float(per_seed.mean()),
         "per_seed_std": float(per_seed.std(ddof=1)) if per_seed.size > 1 else 0.0,
         "per_seed_min": float(per_seed.min()),

@@ -54,7 +54,7 @@ def _run(args, s, sweep, start) -> int:
         "parameterization": "ntk, weight_std² = 1/(a² + b²) (edge of chaos), no bias",
         "input_norm": "‖x‖² = d = 64",
         "inputs_sha256": inputs_sha256,
-        "error": "‖K_m − K∞‖₂ / ‖K∞‖₂ (operator norm), K_m = flows.ntk_gram(method='layers')",
+        "error": "‖K_m − K∞‖₂ / ‖K∞‖₂ (operator norm), K_m = flows.ntk.ntk_gram(method='layers')",
         "dtype": "float64",
         "versions": versions(),
     }

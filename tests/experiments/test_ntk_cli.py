@@ -46,7 +46,7 @@ def test_run_writes_config_results_arrays_and_figures(finished, capsys):
     assert res["condition_number"]["depths"] == [1, 2, 3, 4]
     # cond(K∞) at depth 2 for |s| on the same digits, recomputed here
     X = _compute.inputs("digits", 6, 0)
-    lam = np.linalg.eigvalsh(flows.ntk_infinite(X, depth=2, a=0.0, b=1.0)[1])
+    lam = np.linalg.eigvalsh(flows.ntk.ntk_infinite(X, depth=2, a=0.0, b=1.0)[1])
     got = res["condition_number"]["digits"]["abs"]["cond"][1]
     assert got == pytest.approx(lam[-1] / lam[0], rel=1e-12)
     fit = res["slopes"]["gaussian"]["mixed"]["quadratic"]

@@ -62,20 +62,20 @@ def _lazy_setup():
 def test_lazy_comparison_rejects_bad_alpha(alpha):
     net, X, Y = _lazy_setup()
     with pytest.raises(ValueError, match="alpha"):
-        flows.lazy_comparison(net, (X, Y), alpha, 1.0)
+        flows.lazy.lazy_comparison(net, (X, Y), alpha, 1.0)
 
 
 def test_lazy_comparison_rejects_bad_data():
     net, X, Y = _lazy_setup()
     with pytest.raises(ValueError, match="data inputs"):
-        flows.lazy_comparison(net, (X.at[0, 0].set(jnp.nan), Y), 1.0, 1.0)
+        flows.lazy.lazy_comparison(net, (X.at[0, 0].set(jnp.nan), Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="data targets"):
-        flows.lazy_comparison(net, (X, Y[:3]), 1.0, 1.0)
+        flows.lazy.lazy_comparison(net, (X, Y[:3]), 1.0, 1.0)
     with pytest.raises(ValueError, match="do not fit the model"):
-        flows.lazy_comparison(net, (X[:, :2], Y), 1.0, 1.0)
+        flows.lazy.lazy_comparison(net, (X[:, :2], Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="heldout"):
-        flows.lazy_comparison(net, (X, Y), 1.0, 1.0, heldout=np.ones((2, 4)))
+        flows.lazy.lazy_comparison(net, (X, Y), 1.0, 1.0, heldout=np.ones((2, 4)))
     with pytest.raises(ValueError, match="model parameters"):
         bad = models.TwoLayerNet(3, 4, activation="tanh", key=jax.random.PRNGKey(1))
         bad = jax.tree.map(lambda a: a * jnp.nan if isinstance(a, jax.Array) else a, bad)
-        flows.lazy_comparison(bad, (X, Y), 1.0, 1.0)
+        flows.lazy.lazy_comparison(bad, (X, Y), 1.0, 1.0)

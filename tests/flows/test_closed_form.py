@@ -25,7 +25,7 @@ def test_linear_branch_ode_matches_closed_form_to_1e_8(reduction):
     loss = flows.SquaredLoss(reduction)
     ts = np.array([0.0, 0.1, 1.0, 10.0, 100.0, 1000.0])
     alpha = 3.0
-    ode = flows.lazy_comparison(
+    ode = flows.lazy.lazy_comparison(
         net,
         (X, Y),
         alpha,
@@ -38,7 +38,7 @@ def test_linear_branch_ode_matches_closed_form_to_1e_8(reduction):
         solver="tsit5",
         max_steps=10**6,
     )
-    exact = flows.linear_closed_form(net, (X, Y), alpha, ts, loss=loss)
+    exact = flows.lazy.linear_closed_form(net, (X, Y), alpha, ts, loss=loss)
     scale = np.linalg.norm(exact.ubar, axis=1).max()
     # Measured: ū 4.7e-14 (sum) / 9.9e-15 (mean), loss 9.6e-16 / 1.8e-15 relative, to t = 1e3;
     # bounded in t because the linear branch converges (Σ nonsingular here) and rtol = 1e-12.
@@ -59,7 +59,7 @@ def test_closed_form_with_singular_ntk_is_finite_and_exact():
     Y = jax.random.normal(jax.random.PRNGKey(2), (5,))
     model = Line(jnp.array([0.3, -0.2]))
     ts = np.array([0.0, 1.0, 1e3, 1e6, 1e12, 1e15])
-    out = flows.linear_closed_form(model, (X, Y), 2.0, ts)
+    out = flows.lazy.linear_closed_form(model, (X, Y), 2.0, ts)
     assert np.all(np.isfinite(out.ubar)) and np.all(np.isfinite(out.outputs))
     assert np.sum(out.ntk_eigenvalues == 0) == 3
     # At t → ∞ the linear branch reaches the least-squares fit in the span of J. The three
@@ -83,7 +83,7 @@ def test_singular_ntk_displacement_tends_to_the_minimum_norm_solution(reduction)
     net = models.symmetrize(models.TwoLayerNet(3, 4, activation="tanh", key=k[0]), "doubled")
     X = jax.random.normal(k[1], (50, 3))
     Y = jax.random.normal(k[2], (50,))
-    out = flows.linear_closed_form(
+    out = flows.lazy.linear_closed_form(
         net, (X, Y), 1.0, [0.0, 1e6, 1e12, 1e15], loss=flows.SquaredLoss(reduction)
     )
     assert np.sum(out.ntk_eigenvalues == 0) == 34

@@ -51,7 +51,7 @@ def test_exprb32_is_exact_on_the_linearised_squared_loss_flow():
         stepsize_controller=dfx.PIDController(rtol=1e-10, atol=1e-12),
         max_steps=200,
     )
-    exact = flows.linear_closed_form(net, (X, Y), alpha, ts)
+    exact = flows.lazy.linear_closed_form(net, (X, Y), alpha, ts)
     scale = np.linalg.norm(exact.ubar, axis=1).max()
     err = np.abs(np.asarray(sol.ys) - exact.ubar).max() / scale
     # Measured: 3.6e-12 over 10⁶ flow times (λ_max·t1 ≈ 2e7): N ≡ 0, so only the Krylov

@@ -70,7 +70,9 @@ def _flat(params, k=-1):
 
 
 def test_sliding_matches_the_hand_reduced_ode_to_1e_8():
-    traj = flows.filippov_flow(_neuron(1.0, [0.0, 0.5]), (X, Y), T, ts=TS, rtol=1e-11, atol=1e-13)
+    traj = flows.nonsmooth.filippov_flow(
+        _neuron(1.0, [0.0, 0.5]), (X, Y), T, ts=TS, rtol=1e-11, atol=1e-13
+    )
     exact, _ = _hand_solution(1.0, [0.0, 0.5], TS)
     got = np.c_[traj.params.a[:, 0], traj.params.b[:, 0]]
     # measured 9e-12; the state stays exactly on z1 = 0 (snapped at entry, linear invariant).
@@ -82,7 +84,7 @@ def test_sliding_matches_the_hand_reduced_ode_to_1e_8():
 
 def test_crossing_into_sliding_is_located_and_matches_the_hand_solution():
     b0 = [0.3, 0.5]
-    traj = flows.filippov_flow(_neuron(1.0, b0), (X, Y), T, ts=TS, rtol=1e-11, atol=1e-13)
+    traj = flows.nonsmooth.filippov_flow(_neuron(1.0, b0), (X, Y), T, ts=TS, rtol=1e-11, atol=1e-13)
     exact, t_hit = _hand_solution(1.0, b0, TS)
     assert 0.2 < t_hit < 2.0  # measured t_hit = 0.401: the event happens inside the horizon
     got = np.c_[traj.params.a[:, 0], traj.params.b[:, 0]]
@@ -99,7 +101,7 @@ def test_sliding_on_two_surfaces_of_one_neuron_matches_the_hand_reduced_ode():
     Y3 = np.array([-1.0, -1.0, 0.5, 1.5])
     net = models.TwoLayerNet(3, 1, activation="relu", key=jax.random.PRNGKey(0))
     net = eqx.tree_at(lambda n: (n.a, n.b), net, (jnp.array([1.0]), jnp.array([[0, 0, 0.5]])))
-    traj = flows.filippov_flow(net, (X3, Y3), T, ts=TS, rtol=1e-11, atol=1e-13)
+    traj = flows.nonsmooth.filippov_flow(net, (X3, Y3), T, ts=TS, rtol=1e-11, atol=1e-13)
     opts = dict(method="DOP853", rtol=1e-13, atol=1e-15, t_eval=TS)
     exact = solve_ivp(_on_surface, (0.0, T), [1.0, 0.5], **opts).y
     assert np.abs(traj.params.a[:, 0] - exact[0]).max() <= 1e-8  # measured 1.2e-11
@@ -123,7 +125,9 @@ def test_gradient_descent_error_at_t10_is_first_order_in_eta():
         errors.append(np.linalg.norm(_flat(gd.params) - exact))
     slope = np.polyfit(np.log(etas), np.log(errors), 1)[0]
     assert abs(slope - 1.0) <= 0.2  # measured 1.0014 (error/η = 1.278 … 1.274)
-    traj = flows.filippov_flow(_neuron(1.0, [0.0, 0.5]), (X, Y), T, ts=TS, rtol=1e-11, atol=1e-13)
+    traj = flows.nonsmooth.filippov_flow(
+        _neuron(1.0, [0.0, 0.5]), (X, Y), T, ts=TS, rtol=1e-11, atol=1e-13
+    )
     # measured 6.4e-12 = 4e-9 × the smallest-η GD error
     assert np.linalg.norm(_flat(traj.params) - exact) <= 1e-3 * errors[-1]
 
@@ -190,7 +194,7 @@ def test_crossings_agree_with_gradient_flow_where_nothing_slides(name):
         return SQUARED(jax.vmap(net)(jnp.asarray(XR)), jnp.asarray(YR))
 
     ts = np.linspace(0.0, t1, 6)
-    traj = flows.filippov_flow(model, (XR, YR), t1, ts=ts, rtol=1e-11, atol=1e-13)
+    traj = flows.nonsmooth.filippov_flow(model, (XR, YR), t1, ts=ts, rtol=1e-11, atol=1e-13)
     ref = flows.gradient_flow(loss, model, t1, ts=ts, solver="tsit5", rtol=1e-12, atol=1e-14)
     assert traj.stats["crossings"] >= 1 and traj.stats["sliding_entries"] == 0
     got = jax.tree.leaves(models.partition(traj.params)[0])
@@ -225,7 +229,7 @@ def test_neuron_invariants_drift_at_most_10_rtol_to_t_1e4(activation):
     X10, y10 = _digits()
     net = models.TwoLayerNet(3, 8, activation=activation, key=jax.random.PRNGKey(0))
     rtol, t1 = 1e-8, 1e4
-    traj = flows.filippov_flow(
+    traj = flows.nonsmooth.filippov_flow(
         net,
         (X10, y10),
         t1,
@@ -234,7 +238,7 @@ def test_neuron_invariants_drift_at_most_10_rtol_to_t_1e4(activation):
         rtol=rtol,
         atol=1e-10,
         max_steps=100_000,
-        observables={"drift": flows.neuron_balancedness_drift(net, relative=True)},
+        observables={"drift": flows.observables.neuron_balancedness_drift(net, relative=True)},
         save_params=False,
     )
     drift = traj.observables["drift"].max()
@@ -252,7 +256,7 @@ def test_neuron_invariants_drift_at_most_10_rtol_to_t_1e4(activation):
 def test_smooth_activation_points_to_gradient_flow():
     net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="gradient_flow"):
-        flows.filippov_flow(net, (X, Y), 1.0)
+        flows.nonsmooth.filippov_flow(net, (X, Y), 1.0)
 
 
 @pytest.mark.parametrize(
@@ -265,7 +269,7 @@ def test_smooth_activation_points_to_gradient_flow():
 )
 def test_unsupported_architecture_names_what_is_supported(model):
     with pytest.raises(ValueError, match="two-layer.*gradient_flow|TwoLayerNet.*gradient_flow"):
-        flows.filippov_flow(model, (X, Y), 1.0)
+        flows.nonsmooth.filippov_flow(model, (X, Y), 1.0)
 
 
 @pytest.mark.parametrize(
@@ -282,17 +286,17 @@ def test_unsupported_architecture_names_what_is_supported(model):
 )
 def test_bad_data_and_horizon_are_named(data, t1, match):
     with pytest.raises(ValueError, match=match):
-        flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), data, t1)
+        flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), data, t1)
 
 
 def test_implicit_solver_is_refused_naming_the_explicit_ones():
     with pytest.raises(ValueError, match="solver.*explicit.*tsit5.*kvaerno5"):
-        flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), 1.0, solver="kvaerno5")
+        flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), 1.0, solver="kvaerno5")
 
 
 def test_exhausted_budget_names_the_time_and_the_surfaces():
     with pytest.raises(flows.MaxStepsReached, match=r"at t=.*surfaces z_ij.*\(i=\d, j=0\)") as e:
-        flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, max_steps=30)
+        flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, max_steps=30)
     assert 0 < e.value.t < T and f"at t={e.value.t:.6g} " in str(e.value)
 
 
@@ -300,10 +304,10 @@ def test_exhausted_budget_names_the_time_and_the_surfaces():
 
 
 def test_resume_from_checkpoint_gives_the_same_trajectory(tmp_path, monkeypatch):
-    import flows._filippov as F
+    import flows.nonsmooth._filippov as F
 
     path = str(tmp_path / "ck.npz")
-    full = flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS)
+    full = flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS)
     monkeypatch.setattr(F, "_CHECKPOINT_EVERY_S", 0.0)
     calls = {"n": 0}
     solve = F.solve_span
@@ -316,7 +320,9 @@ def test_resume_from_checkpoint_gives_the_same_trajectory(tmp_path, monkeypatch)
 
     monkeypatch.setattr(F, "solve_span", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
-    resumed = flows.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
+        flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
+    resumed = flows.nonsmooth.filippov_flow(
+        _neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path
+    )
     np.testing.assert_allclose(_flat(resumed.params), _flat(full.params), rtol=0, atol=1e-12)
     assert resumed.stats["sliding_at_ts"] == full.stats["sliding_at_ts"]

@@ -9,6 +9,7 @@ import pytest
 
 import flows
 import models
+from tests import problems
 
 DIMS = [5, 4, 3, 1]  # depth 3
 T1 = 1e6
@@ -19,13 +20,13 @@ TS = flows.log_times(T1, 40)
 STEP_BUDGET = 1_000
 
 # 20 separable points, generic Gaussian init of scale 1 (the 5 → 4 → 3 → 1 net of DIMS).
-loss, NET0, X, y = flows.separable_deep_linear(20, scale=1.0)
-DIRECTION = flows.max_margin(X, y).direction
+loss, NET0, X, y = problems.separable_deep_linear(20, scale=1.0)
+DIRECTION = flows.observables.max_margin(X, y).direction
 OBSERVABLES = {
-    "singular_values": flows.layer_singular_values,
-    "alignment": flows.adjacent_alignment,
-    "gaps": flows.layer_norm_gaps,
-    "angle": flows.max_margin_angle(DIRECTION),
+    "singular_values": flows.observables.layer_singular_values,
+    "alignment": flows.observables.adjacent_alignment,
+    "gaps": flows.observables.layer_norm_gaps,
+    "angle": flows.observables.max_margin_angle(DIRECTION),
     "norms": lambda net: jnp.stack([jnp.sum(w**2) for w in net.weights]),
 }
 
@@ -74,7 +75,7 @@ def test_balancedness_drift_stays_below_ten_rtol_to_t_1e6(generic):
     assert ratio <= 10.0
     # The observable gives the same numbers as recomputing from saved weights.
     for relative, expected in ((False, drift), (True, drift / scale)):
-        observable = flows.balancedness_drift(net0, relative=relative)
+        observable = flows.observables.balancedness_drift(net0, relative=relative)
         np.testing.assert_allclose(
             [np.asarray(observable(traj.at(i))) for i in (0, len(TS) - 1)],
             expected[[0, -1]],

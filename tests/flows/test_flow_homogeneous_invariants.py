@@ -39,12 +39,12 @@ def loss(nets):
 
 # |‖b_j‖² − a_j² − (same at t = 0)| / max(1, ‖b_j(0)‖² + a_j(0)²), per net and neuron.
 DRIFTS = {
-    name: flows.neuron_balancedness_drift(net, relative=True)
+    name: flows.observables.neuron_balancedness_drift(net, relative=True)
     for name, net in NETS0["two_layer"].items()
 }
 OBSERVABLES = {
     "neuron_drift": lambda nets: {k: DRIFTS[k](n) for k, n in nets["two_layer"].items()},
-    "layer": lambda nets: flows.layer_norm_gaps(nets["mlp"]),
+    "layer": lambda nets: flows.observables.layer_norm_gaps(nets["mlp"]),
 }
 
 
@@ -74,7 +74,7 @@ def test_per_neuron_and_per_layer_invariants_are_conserved_through_the_kinks():
         print(f"{name}: max per-neuron drift / (rtol·scale) = {(drift / RTOL).max():.3f}")
         assert np.all(drift <= 10 * RTOL)
         # Generic init: no neuron starts balanced.
-        assert np.abs(flows.neuron_balancedness(NETS0["two_layer"][name])).min() > 1e-3
+        assert np.abs(flows.observables.neuron_balancedness(NETS0["two_layer"][name])).min() > 1e-3
         # The flow moved the weights: the loss fell, so invariance is not stillness.
     assert traj.loss[-1] < 0.5 * traj.loss[0]
     gaps = traj.observables["layer"]

@@ -12,6 +12,7 @@ import scipy.linalg
 import flows
 import models
 from flows import GaussLegendre, gauss_legendre_tableau
+from tests import problems
 
 # ---------------------------------------------------------------- tableaux and orders
 
@@ -70,8 +71,8 @@ def test_fixed_step_error_falls_with_the_order_of_the_method(name, order, margin
 
 @pytest.mark.slow
 def test_gauss4_keeps_balancedness_to_round_off_at_loose_rtol_where_tsit5_drifts():
-    loss, net0, _, _ = flows.separable_deep_linear(20, scale=1.0)
-    drift = {"drift": flows.balancedness_drift(net0, relative=True)}
+    loss, net0, _, _ = problems.separable_deep_linear(20, scale=1.0)
+    drift = {"drift": flows.observables.balancedness_drift(net0, relative=True)}
     out = {}
     for solver in ("gauss4", "tsit5"):
         out[solver] = flows.gradient_flow(
@@ -122,7 +123,9 @@ def test_gauss4_keeps_the_per_neuron_invariant_of_a_homogeneous_net_only():
         rtol=1e-3,
         atol=1e-5,
         observables={
-            "neuron": lambda nets: {k: flows.neuron_balancedness(n) for k, n in nets.items()}
+            "neuron": lambda nets: {
+                k: flows.observables.neuron_balancedness(n) for k, n in nets.items()
+            }
         },
         save_params=False,
     )

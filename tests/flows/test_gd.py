@@ -21,7 +21,7 @@ def loss(net):
 
 
 NET0 = models.DeepLinearNet.gaussian([4, 5, 3, 1], scale=1.2, key=jax.random.PRNGKey(4))
-DRIFT = flows.balancedness_drift(NET0)
+DRIFT = flows.observables.balancedness_drift(NET0)
 
 
 def test_one_gd_step_changes_balancedness_by_eta_squared_gradient_terms():

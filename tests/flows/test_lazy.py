@@ -23,7 +23,7 @@ def _sweep(how):
     net, data, X_test = _setup(how)
     ts = flows.log_times(30.0, 25)
     runs = [
-        flows.lazy_comparison(net, data, a, 30.0, ts=ts, heldout=X_test, solver="tsit5")
+        flows.lazy.lazy_comparison(net, data, a, 30.0, ts=ts, heldout=X_test, solver="tsit5")
         for a in ALPHAS
     ]
     sup = {
@@ -67,8 +67,8 @@ def test_remainder_form_agrees_with_direct_form(alpha):
     net, data, X_test = _setup("centred")
     ts = flows.log_times(10.0, 10)
     kw = dict(ts=ts, heldout=X_test, solver="tsit5", rtol=1e-12, atol=1e-14)
-    direct = flows.lazy_comparison(net, data, alpha, 10.0, remainder=False, **kw)
-    taylor = flows.lazy_comparison(net, data, alpha, 10.0, remainder=True, **kw)
+    direct = flows.lazy.lazy_comparison(net, data, alpha, 10.0, remainder=False, **kw)
+    taylor = flows.lazy.lazy_comparison(net, data, alpha, 10.0, remainder=True, **kw)
     for key in ("weight_gap", "output_gap", "heldout_output_gap", "loss"):
         a, b = getattr(direct, key), getattr(taylor, key)
         assert np.abs(a - b).max() <= 1e-7 * np.abs(a).max(), key
@@ -84,8 +84,8 @@ def test_exprb32_solves_the_lazy_pair_whose_jacobian_is_not_symmetric():
     net = models.symmetrize(models.TwoLayerNet(3, 8, key=jax.random.PRNGKey(3)), "doubled")
     ts = np.geomspace(1e-2, 0.3, 10)
     kw = dict(ts=ts, atol=1e-14)
-    ref = flows.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
-    res = flows.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="exprb32", rtol=1e-6, **kw)
+    ref = flows.lazy.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
+    res = flows.lazy.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="exprb32", rtol=1e-6, **kw)
     assert res.stats["solvers"] == ["exprb32"]
     for key in ("weight_gap", "output_gap"):
         a, b = getattr(res, key), getattr(ref, key)

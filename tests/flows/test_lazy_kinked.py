@@ -25,11 +25,11 @@ def problem():
     X, Y = rng.standard_normal((4, 3)), rng.standard_normal(4)
     net = models.TwoLayerNet(3, 6, activation="relu", key=jax.random.PRNGKey(2))
     model = models.symmetrize(net, "doubled")
-    sigma = np.asarray(flows.ntk_gram(model, X))
+    sigma = np.asarray(flows.ntk.ntk_gram(model, X))
     t1 = 4.0 / np.linalg.eigvalsh(sigma)[0]  # λ_min = 0.2007: t1 = 19.9
     ts = np.concatenate([[0.0], np.logspace(-2, np.log10(t1), 12)[:-1], [t1]])
     runs = {
-        alpha: flows.lazy_comparison(
+        alpha: flows.lazy.lazy_comparison(
             model,
             (X, Y),
             alpha,
@@ -56,11 +56,11 @@ def test_relu_gaps_start_at_zero_and_fall_as_alpha_to_minus_two(problem):
     alphas = np.array(ALPHAS[1:])
     for key in ("weight_gap", "output_gap"):
         sup = [getattr(runs[a], key).max() for a in alphas]
-        slope = flows.loglog_slope(alphas, sup)
+        slope = flows.lazy.loglog_slope(alphas, sup)
         # one kink event at α = 10, none at α >= 100 (test below): off the kinks the net is
         # bilinear in (a, b) and the gaps are the smooth ones, α⁻² with a doubled model.
         # measured slopes over α = 10, 100, 1000: weight gap −1.9982, output gap −1.9966;
-        # the Filippov solve gets rtol/α (flows._lazy_kinked.displacement_tolerances), so its
+        # the Filippov solve gets rtol/α (flows.lazy._kinked.displacement_tolerances), so its
         # error in w stays far below the smallest gap (weight gap 1.9e-6 at α = 1000)
         tolerance = {"weight_gap": 0.02, "output_gap": 0.05}[key]  # measured 0.0018, 0.0034
         assert slope == pytest.approx(-2.0, abs=tolerance), key
@@ -88,13 +88,13 @@ def test_relu_stats_count_the_kink_events(problem):
 def test_pl_quotient_of_the_linear_flow_is_the_rayleigh_quotient_of_sigma(problem):
     # F̄_α = R(αh̄)/α² and ∇F̄_α = Jᵀ r̄/α: μ̄ = r̄ᵀΣr̄/‖r̄‖² with no power of α, r̄(t) =
     # −e^{−tΣ}y* (h(w0) = 0), the same for every α: the normalisation that makes μ comparable
-    # with the eigenvalues of Σ = JJᵀ (flows.lazy_constants).
+    # with the eigenvalues of Σ = JJᵀ (flows.lazy.lazy_constants).
     _, _, Y, sigma, ts, runs = problem
     lam, V = np.linalg.eigh(sigma)
     r = -(np.exp(-np.outer(ts, lam)) * (V.T @ Y)) @ V.T
     expected = np.einsum("ti,ij,tj->t", r, sigma, r) / np.sum(r * r, axis=1)
     for res in runs.values():
-        mu_bar = flows.pl_constant(res.pl_linearized)
+        mu_bar = flows.observables.pl_constant(res.pl_linearized)
         assert np.ma.count_masked(mu_bar) == 0
         np.testing.assert_allclose(mu_bar, expected, rtol=1e-10)  # measured 1.05e-11
 
@@ -108,10 +108,10 @@ def test_pl_quotient_of_the_relu_flow_is_a_rayleigh_quotient_of_sigma_at_w(probl
     w0 = np.asarray(spec.ravel(trainable))
     for alpha in (1.0, 100.0):
         res, worst = runs[alpha], 0.0
-        mu = flows.pl_constant(res.pl)
+        mu = flows.observables.pl_constant(res.pl)
         for i in range(1, len(ts)):
             params = eqx.combine(spec.unravel(w0 + res.u[i] / alpha), static)
-            sigma_w = np.asarray(flows.ntk_gram(params, X))
+            sigma_w = np.asarray(flows.ntk.ntk_gram(params, X))
             r = alpha * np.asarray(jax.vmap(params)(X)) - Y
             worst = max(worst, abs(mu[i] - r @ sigma_w @ r / (r @ r)) / mu[i])
             # measured min (μ − λ_min(Σ(w)))/μ: 0.011 (α = 1), 2.5e-13 (α = 100)
@@ -126,9 +126,11 @@ def test_inf_pl_quotient_tends_to_lambda_min_as_alpha_grows(problem):
     # flow is its own: Σ(w) − Σ(w0) and r − r̄ are O(α⁻²) for a doubled net.
     _, _, _, sigma, _, runs = problem
     lam_min = np.linalg.eigvalsh(sigma)[0]
-    gaps = [abs(flows.pl_constant(runs[a].pl).min() - lam_min) / lam_min for a in ALPHAS]
+    gaps = [
+        abs(flows.observables.pl_constant(runs[a].pl).min() - lam_min) / lam_min for a in ALPHAS
+    ]
     # measured 0.607, 1.02e-2, 1.77e-4, 1.79e-6 at α = 1, 10, 100, 1000
     assert gaps == sorted(gaps, reverse=True)
-    slope = flows.loglog_slope(ALPHAS[2:], gaps[2:])  # α = 100, 1000: no kink events
+    slope = flows.lazy.loglog_slope(ALPHAS[2:], gaps[2:])  # α = 100, 1000: no kink events
     assert slope == pytest.approx(-2.0, abs=0.05)  # measured −1.995
     assert gaps[-1] < 2e-5  # measured 1.79e-6

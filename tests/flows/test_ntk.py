@@ -1,5 +1,5 @@
-"""flows.ntk_gram: its three methods agree, closed forms, and the empirical NTK at
-initialisation converges to flows.ntk_infinite at rate m^(−1/2)."""
+"""flows.ntk.ntk_gram: its three methods agree, closed forms, and the empirical NTK at
+initialisation converges to flows.ntk.ntk_infinite at rate m^(−1/2)."""
 
 import equinox as eqx
 import jax
@@ -32,15 +32,15 @@ def test_layers_and_blocks_equal_the_explicit_jacobian(parameterization, bias):
     model = models.MLP(5, (6, 9), activation=models.abs_family(0.6, 0.4), bias=bias,
                        parameterization=parameterization, weight_std=1.2, bias_std=0.3,
                        key=jax.random.PRNGKey(1))  # fmt: skip
-    K = flows.ntk_gram(model, X, method="jacobian")
+    K = flows.ntk.ntk_gram(model, X, method="jacobian")
     scale = np.abs(K).max()
     # measured: 8e-16 of the largest entry (layers), 4e-16 (blocks of 3 rows)
-    np.testing.assert_allclose(flows.ntk_gram(model, X, method="layers"), K, atol=1e-13 * scale)
-    blocks = flows.ntk_gram(model, X, method="blocks", memory=2 * 8 * 3 * 200)
+    np.testing.assert_allclose(flows.ntk.ntk_gram(model, X, method="layers"), K, atol=1e-13 * scale)
+    blocks = flows.ntk.ntk_gram(model, X, method="blocks", memory=2 * 8 * 3 * 200)
     np.testing.assert_allclose(blocks, K, atol=1e-13 * scale)
     # "auto" forms J when it fits in `memory`, else goes layer by layer
-    np.testing.assert_array_equal(flows.ntk_gram(model, X), K)
-    np.testing.assert_allclose(flows.ntk_gram(model, X, memory=100), K, atol=1e-13 * scale)
+    np.testing.assert_array_equal(flows.ntk.ntk_gram(model, X), K)
+    np.testing.assert_allclose(flows.ntk.ntk_gram(model, X, memory=100), K, atol=1e-13 * scale)
 
 
 def test_blocks_of_a_multi_output_model_give_the_kronecker_closed_form():
@@ -48,16 +48,16 @@ def test_blocks_of_a_multi_output_model_give_the_kronecker_closed_form():
     model = _Affine(jnp.asarray(np.random.default_rng(1).standard_normal((3, 4))))
     expected = np.kron(X @ X.T, np.eye(3))
     # one input per block (memory of 2·8·3·12 bytes), so every off-diagonal block is a pair
-    got = flows.ntk_gram(model, X, method="blocks", memory=2 * 8 * 3 * 12)
+    got = flows.ntk.ntk_gram(model, X, method="blocks", memory=2 * 8 * 3 * 12)
     np.testing.assert_allclose(got, expected, rtol=1e-14, atol=1e-14)
-    np.testing.assert_allclose(flows.ntk_gram(model, X), expected, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(flows.ntk.ntk_gram(model, X), expected, rtol=1e-14, atol=1e-14)
 
 
 def test_blocks_work_on_a_symmetrised_network():
     X = _inputs()
     model = models.symmetrize(models.MLP(5, 6, 2, key=jax.random.PRNGKey(2)), "doubled")
-    K = flows.ntk_gram(model, X, method="jacobian")
-    got = flows.ntk_gram(model, X, memory=8 * 100)  # auto → blocks: not an MLP
+    K = flows.ntk.ntk_gram(model, X, method="jacobian")
+    got = flows.ntk.ntk_gram(model, X, memory=8 * 100)  # auto → blocks: not an MLP
     np.testing.assert_allclose(got, K, atol=1e-13 * np.abs(K).max())  # measured 6e-16
 
 
@@ -72,7 +72,7 @@ def test_blocks_work_on_a_symmetrised_network():
 def test_bad_arguments_raise(kwargs, match):
     model = kwargs.pop("model", models.MLP(5, 3, 1, key=jax.random.PRNGKey(0)))
     with pytest.raises(ValueError, match=match):
-        flows.ntk_gram(model, _inputs(), **kwargs)
+        flows.ntk.ntk_gram(model, _inputs(), **kwargs)
 
 
 def test_empirical_ntk_at_init_converges_to_ntk_infinite_at_rate_minus_one_half():
@@ -81,7 +81,7 @@ def test_empirical_ntk_at_init_converges_to_ntk_infinite_at_rate_minus_one_half(
     # Slope of the seed-mean relative operator-norm error over m = 2^4 … 2^13, 24 seeds.
     # Measured: −0.501 here; four disjoint groups of 24 seeds gave −0.487 … −0.516.
     X = _inputs(6, 5)
-    _, K_inf = flows.ntk_infinite(X, depth=1, a=0.5, b=0.5)
+    _, K_inf = flows.ntk.ntk_infinite(X, depth=1, a=0.5, b=0.5)
     widths = [2**k for k in range(4, 14)]
     errors = []
     for i, m in enumerate(widths):
@@ -90,8 +90,8 @@ def test_empirical_ntk_at_init_converges_to_ntk_infinite_at_rate_minus_one_half(
             net = models.MLP(5, m, 1, activation=models.abs_family(0.5, 0.5), bias=False,
                              parameterization="ntk", weight_std=np.sqrt(2),
                              key=jax.random.PRNGKey(1000 * i + s))  # fmt: skip
-            K = flows.ntk_gram(net, X, method="layers")
+            K = flows.ntk.ntk_gram(net, X, method="layers")
             e.append(np.linalg.norm(K - K_inf, 2) / np.linalg.norm(K_inf, 2))
         errors.append(np.mean(e))
     assert errors[-1] < 0.05  # measured 0.012
-    assert flows.loglog_slope(widths, errors) == pytest.approx(-0.5, abs=0.15)
+    assert flows.lazy.loglog_slope(widths, errors) == pytest.approx(-0.5, abs=0.15)

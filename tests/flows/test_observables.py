@@ -14,8 +14,8 @@ import models
 
 def test_max_margin_matches_an_independent_qp_and_its_kkt_conditions_on_digits(digits_3_8):
     X, y = digits_3_8
-    assert flows.is_linearly_separable(X, y)
-    mm = flows.max_margin(X, y)
+    assert flows.observables.is_linearly_separable(X, y)
+    mm = flows.observables.max_margin(X, y)
     Z = y[:, None] * X
     qp = minimize(  # primal hard-margin QP, scipy's SLSQP: min ½‖w‖² s.t. Zw ≥ 1
         lambda w: 0.5 * w @ w,
@@ -38,16 +38,16 @@ def test_max_margin_matches_an_independent_qp_and_its_kkt_conditions_on_digits(d
 def test_separability_check_and_error_for_inseparable_data():
     X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
     y = np.array([1.0, 1.0, -1.0])  # x and −x share a label: no hyperplane through 0
-    assert not flows.is_linearly_separable(X, y)
+    assert not flows.observables.is_linearly_separable(X, y)
     with pytest.raises(ValueError, match="not linearly separable through the origin"):
-        flows.max_margin(X, y)
+        flows.observables.max_margin(X, y)
     with pytest.raises(ValueError, match="y must hold labels -1 and \\+1"):
-        flows.max_margin(X, np.array([1.0, 0.0, -1.0]))
+        flows.observables.max_margin(X, np.array([1.0, 0.0, -1.0]))
     with pytest.raises(ValueError, match="both classes"):
-        flows.max_margin(X, np.ones(3))
+        flows.observables.max_margin(X, np.ones(3))
     # Signed points z = (1, 0), (0, 1): w* ∝ (1, 1), γ = 1/√2.
     X2, y2 = np.array([[1.0, 0.0], [0.0, -1.0]]), np.array([1.0, -1.0])
-    mm = flows.max_margin(X2, y2)
+    mm = flows.observables.max_margin(X2, y2)
     np.testing.assert_allclose(mm.direction, [2**-0.5, 2**-0.5], atol=1e-9)
     np.testing.assert_allclose(mm.margin, 2**-0.5, atol=1e-9)
 
@@ -58,19 +58,23 @@ def test_alignment_ratio_stable_rank_and_gaps_closed_forms():
     w2 = jnp.diag(jnp.array([2.0, 1.0])) @ rot(-0.5)  # top right singular vector (cos .5, sin .5)
     w3 = jnp.array([[1.0, 2.0]])
     net = models.DeepLinearNet([w1, w2, w3])
-    align = flows.adjacent_alignment(net)
+    align = flows.observables.adjacent_alignment(net)
     np.testing.assert_allclose(align[0], np.cos(0.2), atol=1e-14)
-    np.testing.assert_allclose(flows.singular_value_ratio(net), [0.75, 0.5, 0.0], atol=1e-14)
-    np.testing.assert_allclose(flows.stable_rank(net), [25 / 16, 5 / 4, 1.0], atol=1e-14)
-    np.testing.assert_allclose(flows.layer_norm_gaps(net), [25 - 5, 5 - 5], atol=1e-13)
-    sv = flows.layer_singular_values(net)
+    np.testing.assert_allclose(
+        flows.observables.singular_value_ratio(net), [0.75, 0.5, 0.0], atol=1e-14
+    )
+    np.testing.assert_allclose(
+        flows.observables.stable_rank(net), [25 / 16, 5 / 4, 1.0], atol=1e-14
+    )
+    np.testing.assert_allclose(flows.observables.layer_norm_gaps(net), [25 - 5, 5 - 5], atol=1e-13)
+    sv = flows.observables.layer_singular_values(net)
     np.testing.assert_allclose(sv[0], [4.0, 3.0], atol=1e-14)
-    np.testing.assert_allclose(flows.end_to_end(net), w3 @ w2 @ w1, atol=1e-14)
+    np.testing.assert_allclose(flows.observables.end_to_end(net), w3 @ w2 @ w1, atol=1e-14)
 
 
 def test_margin_and_angle_of_a_known_end_to_end_vector():
     direction = np.array([1.0, 0.0, 0.0])
-    angle = flows.max_margin_angle(direction)
+    angle = flows.observables.max_margin_angle(direction)
     beta = np.array([np.cos(1e-9), np.sin(1e-9), 0.0])  # small angles stay exact (atan2 form)
     net = models.DeepLinearNet([jnp.eye(3), 2.0 * jnp.asarray(beta)[None, :]])
     np.testing.assert_allclose(angle(net), 1e-9, rtol=1e-6)
@@ -78,7 +82,7 @@ def test_margin_and_angle_of_a_known_end_to_end_vector():
     np.testing.assert_allclose(angle(net_opposite), np.pi, rtol=1e-14)
     X = np.array([[1.0, 1.0, 0.0], [-2.0, 0.5, 0.0]])
     y = np.array([1.0, -1.0])
-    margin = flows.normalised_margin(X, y)
+    margin = flows.observables.normalised_margin(X, y)
     # β ∝ (cos 1e-9, sin 1e-9, 0): margins 1·(c + s) and 2c − 0.5s, min over i, ÷ ‖β‖ = 1
     c, s = np.cos(1e-9), np.sin(1e-9)
     np.testing.assert_allclose(margin(net), min(c + s, 2 * c - 0.5 * s), rtol=1e-14)
@@ -88,15 +92,18 @@ def test_balancedness_drift_and_neuron_invariant_values():
     net0 = models.DeepLinearNet([jnp.array([[1.0, 2.0], [0.0, 1.0]]), jnp.array([[3.0, 0.0]])])
     net1 = models.DeepLinearNet([jnp.array([[1.0, 2.0], [0.0, 1.0]]), jnp.array([[3.0, 1.0]])])
     # C(1) − C(0) = −(w2ᵀw2 − w2₀ᵀw2₀) = −[[0, 3], [3, 1]]: Frobenius norm √19
-    np.testing.assert_allclose(flows.balancedness_drift(net0)(net1), [19**0.5], rtol=1e-15)
-    rel = flows.balancedness_drift(net0, relative=True)(net1)
+    np.testing.assert_allclose(
+        flows.observables.balancedness_drift(net0)(net1), [19**0.5], rtol=1e-15
+    )
+    rel = flows.observables.balancedness_drift(net0, relative=True)(net1)
     np.testing.assert_allclose(rel, [19**0.5 / (6.0 + 10.0)], rtol=1e-15)
     two = models.TwoLayerNet(2, 3, activation="relu", key=jax.random.PRNGKey(0))
     np.testing.assert_allclose(
-        flows.neuron_balancedness(two), np.sum(np.asarray(two.b) ** 2, 1) - np.asarray(two.a) ** 2
+        flows.observables.neuron_balancedness(two),
+        np.sum(np.asarray(two.b) ** 2, 1) - np.asarray(two.a) ** 2,
     )
     with pytest.raises(ValueError, match="at least two layers"):
-        flows.balancedness_drift(models.DeepLinearNet([jnp.eye(2)]))
+        flows.observables.balancedness_drift(models.DeepLinearNet([jnp.eye(2)]))
 
 
 def test_neuron_balancedness_drift_values_absolute_and_relative_to_the_initial_scale():
@@ -106,8 +113,8 @@ def test_neuron_balancedness_drift_values_absolute_and_relative_to_the_initial_s
     )
     # q(0) = (1 − 0.25, 0.01 − 4) = (0.75, −3.99); scales max(1, ‖b_j‖² + a_j²) = (1.25, 4.01).
     net1 = eqx.tree_at(lambda n: n.a, net0, jnp.array([1.0, 1.0]))  # q(1) = (0, −0.99)
-    np.testing.assert_allclose(flows.neuron_balancedness_drift(net0)(net1), [0.75, 3.0])
-    rel_of = flows.neuron_balancedness_drift(net0, relative=True)
+    np.testing.assert_allclose(flows.observables.neuron_balancedness_drift(net0)(net1), [0.75, 3.0])
+    rel_of = flows.observables.neuron_balancedness_drift(net0, relative=True)
     np.testing.assert_allclose(rel_of(net1), [0.75 / 1.25, 3.0 / 4.01], rtol=1e-15)
     # The scale stays that of t = 0 (‖b_1‖² grew to 4: 3/1.25, not 3/4.25).
     net2 = eqx.tree_at(lambda n: n.b, net0, jnp.array([[2.0, 0.0], [0.0, 0.1]]))
@@ -132,9 +139,9 @@ def test_homogeneous_invariants_have_zero_rate_along_the_gradient(model):
         return jnp.sum((jax.vmap(m)(X) - y) ** 2)
 
     invariant = (
-        flows.neuron_balancedness
+        flows.observables.neuron_balancedness
         if isinstance(model, models.TwoLayerNet)
-        else (flows.layer_norm_gaps)
+        else (flows.observables.layer_norm_gaps)
     )
     flat, unravel = ravel_pytree(model)
     J = jax.jacobian(lambda f: invariant(unravel(f)))(flat)  # (m, p)

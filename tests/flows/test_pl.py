@@ -1,4 +1,4 @@
-"""flows.pl_quotient, pl_constant and distance_from_init along exact flows."""
+"""flows.observables.pl_quotient, pl_constant and distance_from_init along exact flows."""
 
 import jax
 import jax.numpy as jnp
@@ -29,17 +29,20 @@ def test_pl_quotient_is_at_least_lambda_min_of_the_ntk_along_a_lazy_flow(alpha):
     # ∇F_α = Jᵀr/α with r = αh(w) − y*, so μ = rᵀΣr/‖r‖² ∈ [λ_min(Σ(w)), λ_max(Σ(w))]:
     # the Rayleigh quotient of Σ(w) = JJᵀ at r (Liu, Zhu & Belkin 2022).
     model, X, Y, F = _lazy_problem(alpha)
-    obs = {"pl": flows.pl_quotient(F), "distance": flows.distance_from_init(model)}
+    obs = {
+        "pl": flows.observables.pl_quotient(F),
+        "distance": flows.observables.distance_from_init(model),
+    }
     # Tsit5: the flow is not stiff to t = 20 ("auto" would compile exprb32 for its last steps).
     traj = flows.gradient_flow(F, model, 20.0, ts=flows.log_times(20.0, 12), observables=obs,
                                rtol=1e-10, atol=1e-12, solver="tsit5")  # fmt: skip
-    mu = flows.pl_constant(traj.observables["pl"])
+    mu = flows.observables.pl_constant(traj.observables["pl"])
     assert np.ma.count_masked(mu) == 0
     assert traj.loss[-1] < 1e-2 * traj.loss[0]
     worst_identity = worst_gap = 0.0
     for i in range(len(traj.ts)):
         params = traj.at(i)
-        sigma = flows.ntk_gram(params, X)
+        sigma = flows.ntk.ntk_gram(params, X)
         lam = np.linalg.eigvalsh(sigma)
         r = alpha * np.asarray(jax.vmap(params)(X)) - Y
         rayleigh = r @ sigma @ r / (r @ r)
@@ -53,7 +56,7 @@ def test_pl_quotient_is_at_least_lambda_min_of_the_ntk_along_a_lazy_flow(alpha):
 def test_distance_from_init_is_zero_at_t0_and_within_the_energy_bound():
     # ‖w(t) − w0‖ ≤ ∫‖w'‖ ≤ √t·(∫‖∇F‖²)^½ = √(t·(F(0) − F(t))) (Chizat et al. 2019, Thm 2.2)
     model, X, Y, F = _lazy_problem(3.0)
-    dist = flows.distance_from_init(model)
+    dist = flows.observables.distance_from_init(model)
     traj = flows.gradient_flow(F, model, 5.0, ts=np.linspace(0, 5.0, 11),
                                observables={"distance": dist}, solver="tsit5")  # fmt: skip
     d = np.asarray(traj.observables["distance"])
@@ -72,12 +75,14 @@ def test_pl_constant_masks_undefined_points_and_never_returns_nan():
         "grad_norm_sq": np.array([4.0, 1.0, 0.0, 2.0]),
         "gap": np.array([1.0, 0.0, -1e-18, 0.5]),
     }
-    mu = flows.pl_constant(record)
+    mu = flows.observables.pl_constant(record)
     assert mu.mask.tolist() == [False, True, True, False]
     assert mu.compressed().tolist() == [2.0, 2.0] and mu.min() == 2.0
     assert not np.any(np.isnan(mu.data))
-    assert flows.pl_constant(record, floor=0.6).compressed().tolist() == [2.0]
-    assert flows.pl_constant({"grad_norm_sq": [1.0], "gap": [0.0]}).min() is np.ma.masked
+    assert flows.observables.pl_constant(record, floor=0.6).compressed().tolist() == [2.0]
+    assert (
+        flows.observables.pl_constant({"grad_norm_sq": [1.0], "gap": [0.0]}).min() is np.ma.masked
+    )
 
 
 def test_pl_constant_of_a_quadratic_is_its_curvature():
@@ -85,22 +90,31 @@ def test_pl_constant_of_a_quadratic_is_its_curvature():
     c, w_star = 0.7, jnp.array([1.0, -2.0])
     F = lambda w: 0.5 * c * jnp.sum((w - w_star) ** 2)  # noqa: E731
     traj = flows.gradient_flow(
-        F, jnp.array([3.0, 0.5]), 10.0, observables={"pl": flows.pl_quotient(F)}
+        F, jnp.array([3.0, 0.5]), 10.0, observables={"pl": flows.observables.pl_quotient(F)}
     )
-    mu = flows.pl_constant(traj.observables["pl"])
+    mu = flows.observables.pl_constant(traj.observables["pl"])
     np.testing.assert_allclose(mu, c, rtol=1e-12)  # measured 3e-16
 
 
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: flows.pl_quotient(lambda w: 0.0, f_star=float("nan")), "f_star"),
-        (lambda: flows.pl_constant({"gap": [1.0]}), "recorded by pl_quotient"),
-        (lambda: flows.pl_constant({"grad_norm_sq": [1.0, 2.0], "gap": [1.0]}), "shape"),
-        (lambda: flows.pl_constant({"grad_norm_sq": [np.nan], "gap": [1.0]}), "non-finite"),
-        (lambda: flows.pl_constant({"grad_norm_sq": [1.0], "gap": [1.0]}, floor=-1), "floor"),
-        (lambda: flows.distance_from_init({"a": 1}), "no trainable"),
-        (lambda: flows.distance_from_init(jnp.array([np.inf])), "non-finite"),
+        (lambda: flows.observables.pl_quotient(lambda w: 0.0, f_star=float("nan")), "f_star"),
+        (lambda: flows.observables.pl_constant({"gap": [1.0]}), "recorded by pl_quotient"),
+        (
+            lambda: flows.observables.pl_constant({"grad_norm_sq": [1.0, 2.0], "gap": [1.0]}),
+            "shape",
+        ),
+        (
+            lambda: flows.observables.pl_constant({"grad_norm_sq": [np.nan], "gap": [1.0]}),
+            "non-finite",
+        ),
+        (
+            lambda: flows.observables.pl_constant({"grad_norm_sq": [1.0], "gap": [1.0]}, floor=-1),
+            "floor",
+        ),
+        (lambda: flows.observables.distance_from_init({"a": 1}), "no trainable"),
+        (lambda: flows.observables.distance_from_init(jnp.array([np.inf])), "non-finite"),
     ],
 )
 def test_bad_arguments_raise(call, match):

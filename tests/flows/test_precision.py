@@ -30,11 +30,11 @@ Y = np.random.default_rng(1).standard_normal(5)
         lambda net: flows.gradient_descent(
             lambda m: jnp.sum(jax.vmap(m)(X) ** 2), net, 1.0, eta=0.1
         ),
-        lambda net: flows.lazy_comparison(net, (X, Y), 1.0, 1.0),
-        lambda net: flows.linear_closed_form(net, (X, Y), 1.0, [0.0, 1.0]),
-        lambda net: flows.lazy_constants(net, (X, Y)),
-        lambda net: flows.ntk_gram(net, X),
-        lambda net: flows.jacobian_lipschitz(net, X),
+        lambda net: flows.lazy.lazy_comparison(net, (X, Y), 1.0, 1.0),
+        lambda net: flows.lazy.linear_closed_form(net, (X, Y), 1.0, [0.0, 1.0]),
+        lambda net: flows.lazy.lazy_constants(net, (X, Y)),
+        lambda net: flows.ntk.ntk_gram(net, X),
+        lambda net: flows.lazy.jacobian_lipschitz(net, X),
     ],
     ids=[
         "gradient_flow",

@@ -1,4 +1,4 @@
-"""flows.separable_deep_linear: the shared logistic deep linear bench is what its docstring
+"""problems.separable_deep_linear: the shared logistic deep linear bench is what its docstring
 says, and its numbers stay those the solver tests and benchmarks/_case_engine.py were measured
 on."""
 
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import flows
+from tests import problems
 
 TEACHER = jnp.array([1.0, -2.0, 0.5, 1.0, 0.3])
 
@@ -19,7 +19,7 @@ TEACHER = jnp.array([1.0, -2.0, 0.5, 1.0, 0.3])
     [(30, 10.0, 116.8772845832981), (20, 1.0, 0.7103652949304344)],
 )
 def test_separable_deep_linear_has_separable_labels_and_the_measured_initial_loss(n, scale, loss0):
-    loss, net0, X, y = flows.separable_deep_linear(n, scale=scale)
+    loss, net0, X, y = problems.separable_deep_linear(n, scale=scale)
     assert X.shape == (n, 5) and y.shape == (n,) and X.dtype == y.dtype == jnp.float64
     assert [w.shape for w in net0.weights] == [(4, 5), (3, 4), (1, 3)]
     # Separable through the origin by the teacher: every margin y_i⟨v, x_i⟩ > 0 (measured
@@ -45,4 +45,4 @@ def test_separable_deep_linear_has_separable_labels_and_the_measured_initial_los
 )
 def test_separable_deep_linear_refuses_bad_arguments_by_name(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        flows.separable_deep_linear(**kwargs)
+        problems.separable_deep_linear(**kwargs)

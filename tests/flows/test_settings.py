@@ -67,7 +67,7 @@ def test_every_entry_point_uses_the_one_set_of_defaults():
     assert {k: flow.config[k] for k in defaults} == defaults
     net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
     X = jax.random.normal(jax.random.PRNGKey(1), (4, 2))
-    lazy = flows.lazy_comparison(net, (X, jnp.zeros(4)), 1.0, 0.1)
+    lazy = flows.lazy.lazy_comparison(net, (X, jnp.zeros(4)), 1.0, 0.1)
     assert {k: lazy.config[k] for k in defaults} == defaults
     gd = flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1)
     assert gd.config["max_steps"] == defaults["max_steps"]
@@ -106,32 +106,32 @@ def test_gradient_descent_budget_is_max_steps():
 
 
 def test_lazy_remainder_rule_switches_at_thirty():
-    assert flows.LAZY_REMAINDER_ALPHA == 30.0
-    assert not flows.lazy_remainder_rule(29.999)
-    assert flows.lazy_remainder_rule(30.0) and flows.lazy_remainder_rule(1e6)
+    assert flows.lazy.LAZY_REMAINDER_ALPHA == 30.0
+    assert not flows.lazy.lazy_remainder_rule(29.999)
+    assert flows.lazy.lazy_remainder_rule(30.0) and flows.lazy.lazy_remainder_rule(1e6)
     with pytest.raises(ValueError, match="alpha"):
-        flows.lazy_remainder_rule(0.0)
+        flows.lazy.lazy_remainder_rule(0.0)
 
 
 @pytest.mark.parametrize("alpha", [10.0, 30.0])
 def test_lazy_comparison_auto_follows_the_rule(alpha):
     net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
     X = jax.random.normal(jax.random.PRNGKey(1), (4, 2))
-    res = flows.lazy_comparison(net, (X, jnp.zeros(4)), alpha, 0.1, ts=[0.0, 0.1])
-    assert res.config["remainder"] is flows.lazy_remainder_rule(alpha)
-    assert res.config["nodes"] == flows.LAZY_NODES
+    res = flows.lazy.lazy_comparison(net, (X, jnp.zeros(4)), alpha, 0.1, ts=[0.0, 0.1])
+    assert res.config["remainder"] is flows.lazy.lazy_remainder_rule(alpha)
+    assert res.config["nodes"] == flows.lazy.LAZY_NODES
 
 
 def test_lazy_horizon_makes_the_slowest_mode_fall_by_d_decades():
     lam, decades = 0.37, 6.0
-    t1 = flows.lazy_horizon(lam, decades)
+    t1 = flows.lazy.lazy_horizon(lam, decades)
     # The loss of the slowest mode, e^{-2λt}, falls by exactly 10^D (identity; float64 round-off).
     assert math.isclose(math.exp(-2 * lam * t1), 10**-decades, rel_tol=1e-12)
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="lambda_min"):
-            flows.lazy_horizon(bad, decades)
+            flows.lazy.lazy_horizon(bad, decades)
     with pytest.raises(ValueError, match="decades"):
-        flows.lazy_horizon(lam, 0.0)
+        flows.lazy.lazy_horizon(lam, 0.0)
 
 
 def test_explicit_steps_is_the_step_count_tsit5_needs_on_a_stiff_quadratic():
@@ -139,14 +139,14 @@ def test_explicit_steps_is_the_step_count_tsit5_needs_on_a_stiff_quadratic():
     # is held at its stability boundary h·λ_max ≈ 3.5, whatever rtol asks for.
     lam = jnp.asarray([1.0, 20.0, 500.0])
     t1 = 20.0
-    bound = flows.explicit_steps(t1, 500.0, "tsit5")
+    bound = flows.lazy.explicit_steps(t1, 500.0, "tsit5")
     assert bound == pytest.approx(500.0 * 20.0 / 3.5, rel=1e-12)
     traj = flows.gradient_flow(
         lambda w: 0.5 * jnp.sum(lam * w**2), jnp.ones(3), t1, solver="tsit5", rtol=1e-6
     )
     accepted = traj.stats["num_accepted_steps"]
     assert 0.9 * bound <= accepted <= 1.5 * bound, (accepted, bound)  # measured 2,911 of 2,857
-    assert flows.explicit_steps(t1, 0.0) == 0.0
+    assert flows.lazy.explicit_steps(t1, 0.0) == 0.0
     for kwargs, named in (
         ({"t1": 0.0}, "t1"),
         ({"lambda_max": float("nan")}, "lambda_max"),
@@ -154,12 +154,12 @@ def test_explicit_steps_is_the_step_count_tsit5_needs_on_a_stiff_quadratic():
     ):
         args = {"t1": t1, "lambda_max": 500.0, **kwargs}
         with pytest.raises(ValueError, match=named):
-            flows.explicit_steps(**args)
+            flows.lazy.explicit_steps(**args)
 
 
 def test_lazy_save_times_resolve_the_fastest_mode_and_end_at_t1():
-    ts = flows.lazy_save_times(100.0, 50.0, 30)
+    ts = flows.lazy.lazy_save_times(100.0, 50.0, 30)
     assert ts[0] == 0.0 and ts[-1] == 100.0 and np.all(np.diff(ts) > 0)
     assert ts[1] == pytest.approx(1e-2 / 50.0, rel=1e-12)  # min(1e-3·t1, 1e-2/λ_max)
     assert np.all(np.isin(np.linspace(0, 100.0, 21)[1:], ts))
-    assert flows.lazy_save_times(100.0, 0.0, 30)[1] == pytest.approx(0.1, rel=1e-12)
+    assert flows.lazy.lazy_save_times(100.0, 0.0, 30)[1] == pytest.approx(0.1, rel=1e-12)

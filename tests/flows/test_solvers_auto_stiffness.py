@@ -36,7 +36,10 @@ def test_squared_loss_flow_switches_to_the_stiff_solver_and_reaches_least_square
         atol=1e-2 * RTOL,
         max_steps=STEP_BUDGET,
         save_params=False,
-        observables={"drift": flows.balancedness_drift(net0), "beta": flows.end_to_end},
+        observables={
+            "drift": flows.observables.balancedness_drift(net0),
+            "beta": flows.observables.end_to_end,
+        },
     )
     stats = traj.stats
     print(

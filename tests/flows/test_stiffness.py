@@ -1,4 +1,4 @@
-"""Stiffness decisions of solver="auto" along the path (flows._stiffness): the rule on a
+"""Stiffness decisions of solver="auto" along the path (flows._solver._stiffness): the rule on a
 quadratic with known λ_max, both switches on a flow whose stiffness rises and falls again,
 and no switch on a logistic deep linear flow whose Hessian decays (balancedness drift)."""
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import flows
-from flows._stiffness import PRIOR_COST_RATIO, STABILITY_BOUNDARY, StiffnessMonitor
+from flows._solver._stiffness import PRIOR_COST_RATIO, STABILITY_BOUNDARY, StiffnessMonitor
+from tests import problems
 
 A = jnp.diag(jnp.array([10.0, 1.0, 0.1, 0.01]))
 
@@ -111,11 +112,11 @@ def test_auto_stays_explicit_on_a_logistic_deep_linear_flow_and_keeps_balancedne
     logistic loss, t = 10⁴, rtol 1e-8. Its λ̂·t1 at θ0 is 2e5, above the old one-off
     threshold (1e4) that started Kvaerno5 and drifted 7.7·rtol; the Hessian of a logistic
     flow decays like 1/t, so Tsit5 is never held by stability."""
-    loss, net0, _, _ = flows.separable_deep_linear(30, scale=10.0)
+    loss, net0, _, _ = problems.separable_deep_linear(30, scale=10.0)
     rtol = 1e-8
     traj = flows.gradient_flow(
         loss, net0, 1e4, solver="auto", rtol=rtol, atol=1e-10, save_params=False,
-        observables={"drift": flows.balancedness_drift(net0)},
+        observables={"drift": flows.observables.balancedness_drift(net0)},
     )  # fmt: skip
     stats = traj.stats
     drift = traj.observables["drift"].max()
@@ -134,7 +135,7 @@ def test_lambda_max_of_a_non_symmetric_jacobian_is_its_largest_eigenvalue():
     # Arnoldi vectors as entries the space is the whole of R⁶, so λ̂ is exact up to round-off
     # (measured: relative error 1.8e-16, Ritz residual 1.2e-14; bounds 1e-8 and 1e-6);
     # Lanczos, which assumes symmetry, gives 45.4 (13% off): the test asks for more than 1%.
-    from flows._stiffness import lambda_max
+    from flows._solver._stiffness import lambda_max
 
     C = 10.0 * (jnp.arange(9.0).reshape(3, 3) - 4.0)
     M = jnp.block(

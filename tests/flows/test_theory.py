@@ -1,4 +1,4 @@
-"""flows._theory: the constants of Chizat, Oyallon & Bach 2019, Thms 2.2/2.4, against closed
+"""flows.lazy._theory: the constants of Chizat, Oyallon & Bach 2019, Thms 2.2/2.4, against closed
 forms, and the fits used to compare measurements with them."""
 
 import math
@@ -41,8 +41,8 @@ def test_ntk_constants_of_a_linear_model_are_the_singular_values_of_X():
     X, Y = _data(5, 8)
     w0 = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (8,)))
     model = _Linear(jnp.asarray(w0))
-    np.testing.assert_allclose(flows.ntk_gram(model, X), X @ X.T, rtol=1e-12, atol=1e-12)
-    c = flows.lazy_constants(model, (X, Y), loss=flows.SquaredLoss("mean"))
+    np.testing.assert_allclose(flows.ntk.ntk_gram(model, X), X @ X.T, rtol=1e-12, atol=1e-12)
+    c = flows.lazy.lazy_constants(model, (X, Y), loss=flows.SquaredLoss("mean"))
     s = np.linalg.svd(X, compute_uv=False)
     assert c.sigma_min == pytest.approx(s[-1], rel=1e-10)
     assert c.jacobian_norm == pytest.approx(s[0], rel=1e-10)
@@ -63,7 +63,7 @@ def test_jacobian_lipschitz_equals_largest_column_norm_for_a_quadratic_model():
     X[:, 2] *= 3.0  # one column dominates: the maximiser is unique
     model = _Quadratic(jnp.asarray(np.linspace(0.3, 1.7, 4)))
     exact = np.linalg.norm(X, axis=0).max()
-    estimate, method = flows.jacobian_lipschitz(model, X, radius=0.5, points=3, iterations=30)
+    estimate, method = flows.lazy.jacobian_lipschitz(model, X, radius=0.5, points=3, iterations=30)
     assert estimate == pytest.approx(exact, rel=1e-10)
     assert "lower estimate" in method
 
@@ -80,16 +80,16 @@ def test_jacobian_lipschitz_matches_brute_force_second_derivative_norm():
     z = np.random.default_rng(0).standard_normal((20_000, 3))
     z /= np.linalg.norm(z, axis=1, keepdims=True)
     brute = np.abs(np.linalg.eigvalsh(np.einsum("ki,ipq->kpq", z, H))).max()
-    estimate, _ = flows.jacobian_lipschitz(net, X, radius=0.0, points=8, iterations=60)
+    estimate, _ = flows.lazy.jacobian_lipschitz(net, X, radius=0.0, points=8, iterations=60)
     assert estimate == pytest.approx(brute, rel=1e-3)
 
 
 def test_theorem_2_4_bound_starts_at_the_initial_residual_and_decays_at_its_rate():
     X, Y = _data(4, 3, seed=5)
     net = models.TwoLayerNet(3, 6, activation="tanh", key=jax.random.PRNGKey(6))  # h(w0) ≠ 0
-    c = flows.lazy_constants(net, (X, Y))
+    c = flows.lazy.lazy_constants(net, (X, Y))
     alpha, ts = 7.0, np.array([0.0, 0.5, 2.0])
-    bound = flows.theorem_2_4_bound(ts, alpha, c)
+    bound = flows.lazy.theorem_2_4_bound(ts, alpha, c)
     assert bound[0] == pytest.approx(np.linalg.norm(alpha * c.h0 - Y), rel=1e-12)
     np.testing.assert_allclose(bound / bound[0], np.exp(-c.lambda_min / 4 * ts), rtol=1e-12)
     C0 = c.sigma_min**3 / (32 * c.jacobian_norm * c.lip_jacobian)
@@ -99,27 +99,27 @@ def test_theorem_2_4_bound_starts_at_the_initial_residual_and_decays_at_its_rate
 
 
 def test_theorem_2_2_bound_is_sqrt_of_horizon_times_initial_loss_over_alpha():
-    assert flows.theorem_2_2_bound(4.0, 9.0, 2.0) == pytest.approx(math.sqrt(18.0) / 4.0)
+    assert flows.lazy.theorem_2_2_bound(4.0, 9.0, 2.0) == pytest.approx(math.sqrt(18.0) / 4.0)
     with pytest.raises(ValueError, match="alpha"):
-        flows.theorem_2_2_bound(0.0, 1.0, 1.0)
+        flows.lazy.theorem_2_2_bound(0.0, 1.0, 1.0)
 
 
 def test_loglog_slope_recovers_a_power_law_and_skips_nonpositive_values():
     x = np.array([1.0, 10.0, 100.0, 1e3])
-    assert flows.loglog_slope(x, 3.0 * x**-1.7) == pytest.approx(-1.7, abs=1e-12)
+    assert flows.lazy.loglog_slope(x, 3.0 * x**-1.7) == pytest.approx(-1.7, abs=1e-12)
     y = 3.0 * x**-1.7
     y[1] = 0.0
-    assert flows.loglog_slope(x, y) == pytest.approx(-1.7, abs=1e-12)
-    assert flows.loglog_slope([1.0], [2.0]) is None
+    assert flows.lazy.loglog_slope(x, y) == pytest.approx(-1.7, abs=1e-12)
+    assert flows.lazy.loglog_slope([1.0], [2.0]) is None
 
 
 def test_late_rate_fits_the_slow_mode_and_ignores_the_round_off_floor():
     ts = np.linspace(0.0, 10.0, 201)
     values = np.exp(-2.0 * ts) + np.exp(-30.0 * ts)  # fast mode gone by t = 5
-    assert flows.late_rate(ts, values, start=5.0) == pytest.approx(2.0, rel=1e-9)
+    assert flows.lazy.late_rate(ts, values, start=5.0) == pytest.approx(2.0, rel=1e-9)
     floored = np.maximum(np.exp(-2.0 * ts), 1e-8)  # flat from t ≈ 9.2
-    assert flows.late_rate(ts, floored, start=5.0, floor=1e-7) == pytest.approx(2.0, rel=1e-9)
-    assert flows.late_rate(ts, floored, start=9.9, floor=1e-7) is None
+    assert flows.lazy.late_rate(ts, floored, start=5.0, floor=1e-7) == pytest.approx(2.0, rel=1e-9)
+    assert flows.lazy.late_rate(ts, floored, start=9.9, floor=1e-7) is None
 
 
 def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
@@ -130,7 +130,7 @@ def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
     X = jax.random.normal(k[1], (6, 3))
     X = jnp.concatenate([X, X])
     Y = jnp.concatenate([jax.random.normal(k[2], (6,))] * 2)
-    c = flows.lazy_constants(net, (X, Y), key=jax.random.PRNGKey(0))
+    c = flows.lazy.lazy_constants(net, (X, Y), key=jax.random.PRNGKey(0))
     assert c.singular and c.C0 is None and c.alpha_min is None
     assert "singular" in c.unavailable["C0"] and "singular" in c.unavailable["alpha_min"]
     assert c.theorem_2_4_conditions(1e6) is False

@@ -25,8 +25,10 @@ def _setup():
         return logistic(X @ m.end_to_end()[0], y)
 
     observables = {
-        "normalised_margin": flows.normalised_margin(X, y),
-        "max_margin_angle": flows.max_margin_angle(flows.max_margin(X, y).direction),
+        "normalised_margin": flows.observables.normalised_margin(X, y),
+        "max_margin_angle": flows.observables.max_margin_angle(
+            flows.observables.max_margin(X, y).direction
+        ),
     }
     return loss, net, observables
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite
+from .._checks import check_finite
 
 
 def pl_quotient(objective: Callable, *, f_star: float = 0.0) -> Callable[[Any], dict]:

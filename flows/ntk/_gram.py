@@ -11,7 +11,7 @@ from jaxtyping import Float
 
 from models import MLP, partition
 
-from ._flat import flat_model, jacobian, outputs
+from .._flat import flat_model, jacobian, outputs
 
 METHODS = ("auto", "jacobian", "layers", "blocks")
 

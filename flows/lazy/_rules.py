@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ._checks import check_positive
-from ._stiffness import STABILITY_BOUNDARY
-from ._times import log_times
+from .._checks import check_positive
+from .._solver._stiffness import STABILITY_BOUNDARY
+from .._times import log_times
 
 #: α at and above which `lazy_comparison` uses the Taylor-remainder form (see
 #: `lazy_remainder_rule`).

@@ -74,7 +74,7 @@ def make_solver(
     come from Lanczos through Hessian-vector products: exact on linear (quadratic-loss)
     flows, and its steps near a minimum are limited by the nonlinearity only. With
     `symmetric=False` its Krylov spaces are built by Arnoldi instead, for a field whose
-    Jacobian is not symmetric (the lazy pair's, `flows.lazy_comparison`).
+    Jacobian is not symmetric (the lazy pair's, `flows.lazy.lazy_comparison`).
 
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU;

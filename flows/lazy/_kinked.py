@@ -15,11 +15,11 @@ import numpy as np
 
 from models import partition
 
-from ._filippov import filippov_flow
-from ._integrate import integrate
-from ._kinks import two_layer_form
-from ._settings import SolveSettings
-from ._solvers import EXPLICIT
+from .._integrate import integrate
+from .._settings import SolveSettings
+from .._solver._solvers import EXPLICIT
+from ..nonsmooth._filippov import filippov_flow
+from ..nonsmooth._kinks import two_layer_form
 
 
 def kinked_form(model):
@@ -35,7 +35,8 @@ def check_kinked_solver(settings: SolveSettings) -> None:
     """`filippov_flow` solves each piece with an explicit method: refuse an implicit one."""
     if settings.solver not in ("auto", *EXPLICIT):
         raise ValueError(
-            f"solver: a kinked activation is integrated by flows.filippov_flow, which solves "
+            f"solver: a kinked activation is integrated by "
+            "flows.nonsmooth.filippov_flow, which solves "
             f"each piece with an explicit Runge–Kutta method {EXPLICIT} ('auto' means tsit5); "
             f"got {settings.solver!r}"
         )

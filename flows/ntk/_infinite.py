@@ -91,7 +91,7 @@ def ntk_infinite(
     with W, β standard normal, and the NTK is the Gram matrix of the gradient in (W, β).
     This is what neural-tangents computes for `stax.serial(*[Dense(1, W_std, b_std,
     parameterization="ntk"), ABRelu(a − b, a + b)] * depth, Dense(1, W_std, b_std,
-    parameterization="ntk"))`, and what `flows.ntk_gram` of a
+    parameterization="ntk"))`, and what `flows.ntk.ntk_gram` of a
     `models.MLP(..., parameterization="ntk", activation=models.abs_family(a, b))` estimates
     at initialisation. Kernels are not divided by n.
 

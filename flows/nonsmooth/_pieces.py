@@ -8,7 +8,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from ._failures import MaxStepsReached
+from .._failures import MaxStepsReached
 from ._sliding import Mode, PieceField
 
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event

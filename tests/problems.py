@@ -9,10 +9,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from flows._checks import check_positive
+from flows._losses import LogisticLoss
 from models import DeepLinearNet
-
-from ._checks import check_positive
-from ._losses import LogisticLoss
 
 TEACHER = (1.0, -2.0, 0.5, 1.0, 0.3)  # labels y_i = sign(⟨TEACHER, x_i⟩)
 DIMS = (5, 4, 3, 1)

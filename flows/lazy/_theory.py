@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_positive
-from ._flat import flat_model
-from ._flat import outputs as _outputs
-from ._losses import SquaredLoss
-from ._ntk import ntk_gram
+from .._checks import check_positive
+from .._flat import flat_model
+from .._flat import outputs as _outputs
+from .._losses import SquaredLoss
+from ..ntk._gram import ntk_gram
 
 # λ_min ≤ this·λ_max is round-off: the same cut-off as `linear_closed_form`'s eig_tol.
 _SINGULAR = 1e-12

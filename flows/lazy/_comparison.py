@@ -27,13 +27,13 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_float64, check_positive
-from ._flat import FlatSpec
-from ._integrate import integrate
-from ._lazy_kinked import check_kinked_solver, kinked_form, kinked_pair
-from ._lazy_rules import LAZY_NODES, lazy_remainder_rule
-from ._losses import get_loss
-from ._settings import SolveSettings, resolve_flow_inputs
+from .._checks import check_finite, check_float64, check_positive
+from .._flat import FlatSpec
+from .._integrate import integrate
+from .._losses import get_loss
+from .._settings import SolveSettings, resolve_flow_inputs
+from ._kinked import check_kinked_solver, kinked_form, kinked_pair
+from ._rules import LAZY_NODES, lazy_remainder_rule
 
 
 def _gauss(nodes: int):
@@ -185,9 +185,9 @@ class LazyComparison:
     - `residual`, `residual_linearized`: ‖αh(w_α) − y*‖ and ‖αh̄(w̄_α) − y*‖.
     - `pl`, `pl_linearized`: `{"grad_norm_sq": ‖∇F_α(w_α)‖², "gap": F_α(w_α)}` (each `(T,)`),
       the parts of the PL quotient μ(t) = ‖∇F_α‖²/(2F_α) (F* = 0), and the same for F̄_α
-      along w̄_α; `flows.pl_constant(res.pl)` gives μ(t), masked where F_α is 0. For the
+      along w̄_α; `flows.observables.pl_constant(res.pl)` gives μ(t), masked where F_α is 0. For the
       squared loss μ = rᵀΣ(w)r/‖r‖² with r = αh(w) − y*: no power of α is left, so μ is on
-      the scale of the eigenvalues of Σ(w0) = JJᵀ (`flows.lazy_constants`), and
+      the scale of the eigenvalues of Σ(w0) = JJᵀ (`flows.lazy.lazy_constants`), and
       μ ≥ λ_min(Σ(w(t))). For a kinked net Dh(w) is JAX's derivative (φ'(z) one-sided, or
       a at z = 0 exactly for φ = a·s + b·|s|): at save times where pre-activations slide
       (`stats["sliding_at_ts"]`), μ is not built from the Filippov velocity.

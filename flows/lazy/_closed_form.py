@@ -6,9 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_positive, check_ts
-from ._flat import jacobian
-from ._losses import SquaredLoss
+from .._checks import check_positive, check_ts
+from .._flat import jacobian
+from .._losses import SquaredLoss
 
 
 @dataclasses.dataclass(frozen=True)

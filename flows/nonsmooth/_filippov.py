@@ -18,17 +18,17 @@ import numpy as np
 import optimistix as optx
 from tqdm.auto import tqdm
 
-from ._checkpoint import atomic_savez
-from ._checks import check_finite, check_positive
-from ._failures import MaxStepsReached
-from ._flow import Trajectory
+from .._checkpoint import atomic_savez
+from .._checks import check_finite, check_positive
+from .._failures import MaxStepsReached
+from .._flow import Trajectory
+from .._losses import SquaredLoss, get_loss
+from .._settings import SolveSettings, resolve_flow_inputs
+from .._solver._solve import save_state, solve_span
+from .._solver._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
 from ._kinks import two_layer_form
-from ._losses import SquaredLoss, get_loss
 from ._pieces import Counts, Pieces, check_chatter, rhs
-from ._settings import SolveSettings, resolve_flow_inputs
 from ._sliding import PieceField
-from ._solve import save_state, solve_span
-from ._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
 
 _SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
 _CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
