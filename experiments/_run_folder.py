@@ -174,3 +174,22 @@ def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -
                 f"{stored[key]}; drop the option or start a new run"
             )
     return stored
+
+
+def check_resumed_digest(config: dict | None, folder: str, key: str, digest: str, what: str):
+    """On `--resume` (`config` the stored config.json, None for a new run): refuse, naming
+    the folder, unless the run recorded `digest` under `key` (a SHA-256 of `what`: the data
+    the finished parts were computed from). A run that recorded none is refused as well:
+    its parts cannot be told apart from another data set's, and are never mixed with new
+    ones. Raises `UsageError`."""
+    if config is None or config.get(key) == digest:
+        return
+    if key not in config:
+        raise UsageError(
+            f"--resume {folder!r}: the run recorded no SHA-256 of {what} (an older gradflows "
+            "made it), so its parts cannot be matched to the data now; start a new run"
+        )
+    raise UsageError(
+        f"--resume {folder!r}: {what} differ from the run's (SHA-256); its finished parts "
+        "were computed from other data and are not mixed with new ones: start a new run"
+    )

@@ -32,6 +32,7 @@ from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
 from ._gd import gradient_descent as gradient_descent  # noqa: E402
+from ._integrate import ZeroGradientWarning as ZeroGradientWarning  # noqa: E402
 
 # Losses
 from ._losses import ExponentialLoss as ExponentialLoss  # noqa: E402

@@ -1,5 +1,9 @@
-"""Checkpoint files of a chunked solve: written atomically after each chunk, read to resume."""
+"""Checkpoint files of a chunked solve: written atomically after each chunk, read to resume
+only when their fingerprint says they were written for the same problem."""
 
+import dataclasses
+import hashlib
+import json
 import os
 import tempfile
 
@@ -24,11 +28,12 @@ def atomic_savez(path: str, **arrays) -> None:
     os.replace(tmp, path)
 
 
-def write(path, ts, done, t, phase, y, saved_leaves, stats) -> None:
+def write(path, fingerprint, ts, done, t, phase, y, saved_leaves, stats) -> None:
     """The state of a chunked solve after `done` chunks: time `t`, solver `phase`, state `y`,
-    what was saved so far and the counters of `stats`."""
+    what was saved so far and the counters of `stats`, with the problem's `fingerprint`."""
     atomic_savez(
         path,
+        **fingerprint.arrays(),
         ts=ts,
         done=done,
         t=t,
@@ -39,15 +44,113 @@ def write(path, ts, done, t, phase, y, saved_leaves, stats) -> None:
     )
 
 
-def read(path, ts, y_def, n_saved_leaves, stats):
+def read(path, fingerprint, y_def, n_saved_leaves, stats):
     """`(done, t, phase, y, saved_leaves)` from `path`, counters restored into `stats`.
 
-    **Raises:** `ValueError` if the file was written for other save times."""
+    **Raises:** `ValueError` (`Fingerprint.check`) if the file was written for another
+    problem."""
     with np.load(path, allow_pickle=False) as ck:
-        if ck["ts"].shape != ts.shape or not np.array_equal(ck["ts"], ts):
-            raise ValueError(f"checkpoint {path!r} was written for other save times `ts`")
+        fingerprint.check(path, ck)
         y = jax.tree.unflatten(y_def, [jnp.asarray(ck[f"y{i}"]) for i in range(y_def.num_leaves)])
         saved_leaves = [[ck[f"s{i}"]] for i in range(n_saved_leaves)]
         for key in _COUNTERS:
             setattr(stats, key, int(ck[key]))
         return int(ck["done"]), float(ck["t"]), str(ck["phase"]), y, saved_leaves
+
+
+def digest(tree) -> str:
+    """16 hex digits of the SHA-256 of a pytree's structure, and of its leaves' dtypes, shapes
+    and bytes (str leaves by their text)."""
+    h = hashlib.sha256()
+    leaves, treedef = jax.tree.flatten(tree)
+    h.update(str(treedef).encode())
+    for leaf in leaves:
+        if isinstance(leaf, str):
+            h.update(b"str:" + leaf.encode())
+            continue
+        a = np.ascontiguousarray(np.asarray(leaf))
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def leaf_paths(tree) -> list:
+    """(path, shape, dtype) of each array leaf: the structure of a pytree, without the reprs
+    of static fields (which hold function addresses that change from one process to the
+    next)."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [
+        (jax.tree_util.keystr(p), tuple(np.shape(x)), str(getattr(x, "dtype", type(x).__name__)))
+        for p, x in flat
+    ]
+
+
+def settings_text(settings) -> str:
+    """The settings that decide a trajectory, as canonical JSON: all but `max_steps`, a budget
+    (raise it and resume)."""
+    kept = {k: v for k, v in settings.to_dict().items() if k != "max_steps"}
+    return json.dumps(kept, sort_keys=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+    """What a checkpoint was written for, checked before it is resumed.
+
+    - `digests`: `{what: digest}` of exact inputs (the start state, the settings, the save
+      times, the structure, the data in the field), which must agree bit for bit;
+    - `values`: `{what: float array}` computed at the start (the loss, the gradient), which
+      must agree to 1e-9 relative: their last bits may differ across machines (BLAS, XLA).
+    """
+
+    digests: dict
+    values: dict
+
+    def arrays(self) -> dict:
+        """The fingerprint as `.npz` entries."""
+        out = {
+            "fp_names": np.array(list(self.digests), dtype=str),
+            "fp_digests": np.array(list(self.digests.values()), dtype=str),
+            "fpv_names": np.array(list(self.values), dtype=str),
+        }
+        out.update(
+            {f"fpv{i}": np.asarray(v, np.float64) for i, v in enumerate(self.values.values())}
+        )
+        return out
+
+    def check(self, path: str, ck) -> None:
+        """Raise `ValueError` (one line naming `path` and what differs) unless the checkpoint
+        `ck` (an open `np.load`) was written for this fingerprint."""
+        if "fp_names" not in ck.files:
+            raise ValueError(
+                f"checkpoint {path!r} holds no fingerprint of the problem it was written for "
+                "(an older gradflows wrote it), so it cannot be trusted: delete it to start afresh"
+            )
+        stored = dict(zip(ck["fp_names"].tolist(), ck["fp_digests"].tolist()))
+        differ = [what for what, d in self.digests.items() if stored.get(what) != d]
+        stored_values = {name: ck[f"fpv{i}"] for i, name in enumerate(ck["fpv_names"].tolist())}
+        for what, value in self.values.items():
+            old = stored_values.get(what)
+            value = np.asarray(value, np.float64)
+            if (
+                old is None
+                or old.shape != value.shape
+                or not np.allclose(old, value, rtol=1e-9, atol=1e-300, equal_nan=True)
+            ):
+                here = f"{value.flat[0]:.6g}" if value.size else "-"
+                there = f"{old.flat[0]:.6g}" if old is not None and old.size else "none"
+                differ.append(f"{what} ({here} now, {there} in the file)")
+        if differ:
+            raise ValueError(
+                f"checkpoint {path!r} was written for another problem: {', '.join(differ)} "
+                "differ; delete it to start afresh, or give another checkpoint path"
+            )
+
+
+def summary(tree) -> np.ndarray:
+    """A few numbers of a pytree of arrays, for `Fingerprint.values`: per leaf its norm and
+    two weighted sums (Σx, Σ cos(k)·x_k), which change under any change but round-off."""
+    out = []
+    for leaf in jax.tree.leaves(tree):
+        x = np.asarray(leaf, np.float64).ravel()
+        out += [np.linalg.norm(x), np.sum(x), np.dot(np.cos(np.arange(x.size)), x)]
+    return np.asarray(out, np.float64)

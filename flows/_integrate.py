@@ -8,6 +8,7 @@ solve (`_counting.py`), failures are explained by `_failures.py`.
 
 import os
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,41 @@ def _field_norm(field, t, y):
     return jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(field(t, y, None))))
 
 
+@eqx.filter_jit
+def _at_start(field, save, y0):
+    """The field at (0, y0) and what is saved there (its "loss" entry, if it has one)."""
+    saved = save(0.0, y0, None)
+    if isinstance(saved, dict) and "loss" in saved:
+        saved = saved["loss"]
+    return field(0.0, y0, None), saved
+
+
+def fingerprint(field, y0, ts, save, settings) -> _checkpoint.Fingerprint:
+    """What a checkpoint of this solve is written for (`_checkpoint.Fingerprint`): the start
+    state, the settings, the save times, the structure (state, saved values, and the
+    parameter pytree of a flattened state) and the data in `field` exactly; the loss (or
+    what `save` gives) and the field at the start to 1e-9."""
+    spec = getattr(field, "spec", None)
+    params = jax.tree.unflatten(spec.treedef, [jax.ShapeDtypeStruct(s, d) for s, d in zip(
+        spec.shapes, spec.dtypes)]) if spec is not None else None  # fmt: skip
+    shapes = (y0, jax.eval_shape(save, 0.0, y0, None), params)
+    structure = [_checkpoint.leaf_paths(tree) for tree in shapes]
+    gradient, loss = _at_start(field, save, y0)
+    return _checkpoint.Fingerprint(
+        digests={
+            "the start state": _checkpoint.digest(y0),
+            "the settings": _checkpoint.digest(_checkpoint.settings_text(settings)),
+            "the save times": _checkpoint.digest(np.asarray(ts, np.float64)),
+            "the structure": _checkpoint.digest(repr(structure)),
+            "the data": _checkpoint.digest(jax.tree.leaves(eqx.filter(field, eqx.is_array))),
+        },
+        values={
+            "the loss at the start": _checkpoint.summary(loss),
+            "the gradient at the start": _checkpoint.summary(gradient),
+        },
+    )
+
+
 def _norm(tree) -> float:
     return float(np.sqrt(sum(np.sum(np.asarray(x) ** 2) for x in jax.tree.leaves(tree))))
 
@@ -43,6 +79,26 @@ def _flow_leaves(save_shape) -> list[bool]:
     user's measurements, which may be undefined at a point without the flow failing."""
     paths, _ = jax.tree_util.tree_flatten_with_path(save_shape)
     return [not (path and getattr(path[0], "key", None) == "observables") for path, _ in paths]
+
+
+class ZeroGradientWarning(RuntimeWarning):
+    """The vector field (the gradient) is exactly zero at the start: the flow stays at its
+    start point (a stationary point, or a piecewise-constant loss such as `jnp.round`)."""
+
+
+def _warn_if_stationary(field, y0, y) -> None:
+    """Warn (`ZeroGradientWarning`) if the state never moved because the field is exactly 0
+    at the start; the field is evaluated only when the final state equals the start."""
+    same = all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(
+        jax.tree.leaves(y0), jax.tree.leaves(y)))  # fmt: skip
+    if same and float(_field_norm(field, jnp.asarray(0.0), y0)) == 0.0:
+        warnings.warn(
+            "the gradient is exactly zero at the start, so the flow stays at its start point: "
+            "the start is a stationary point, or the loss is flat there (piecewise constant, "
+            "e.g. jnp.round or a step function, has no useful gradient)",
+            ZeroGradientWarning,
+            stacklevel=4,
+        )
 
 
 def _tree_all_finite(tree) -> bool:
@@ -163,9 +219,10 @@ def integrate(
         stats.stiffness = monitor.lam(field, 0.0, y0) * horizon  # warm-starts Lanczos
         stats.jvp_evals += monitor.iters
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
+    stamp = None if checkpoint is None else fingerprint(field, y0, ts, save, settings)
     if checkpoint is not None and os.path.exists(checkpoint):
         done, t_start, phase, y, saved_leaves = _checkpoint.read(
-            checkpoint, ts, jax.tree.structure(y0), save_def.num_leaves, stats
+            checkpoint, stamp, jax.tree.structure(y0), save_def.num_leaves, stats
         )
         stats.chunks = done
 
@@ -288,7 +345,9 @@ def integrate(
                 bar.update(1)
                 bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
                 if checkpoint is not None:
-                    _checkpoint.write(checkpoint, ts, c + 1, t_end, phase, y, saved_leaves, stats)
+                    _checkpoint.write(
+                        checkpoint, stamp, ts, c + 1, t_end, phase, y, saved_leaves, stats
+                    )
     except (MaxStepsReached, FloatingPointError) as e:
         stats.stiffness_tests = monitor.tests if monitor is not None else 0
         e.stats = stats.to_dict()  # the work done, for the caller to report
@@ -296,5 +355,6 @@ def integrate(
     finally:
         bar.close()
     stats.stiffness_tests = monitor.tests if monitor is not None else 0
+    _warn_if_stationary(field, y0, y)
     saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])
     return saved, y, stats

@@ -11,9 +11,9 @@ interrupted flow going on from its checkpoint.
 from tqdm.auto import tqdm
 
 from .. import _interrupt, _sweep
-from .._files import versions, write_json
+from .._files import sha256, versions, write_json
 from .._options import UsageError
-from .._run_folder import RunFolder
+from .._run_folder import RunFolder, check_resumed_digest
 from ._cli import settings
 from ._problem import problem_for
 from ._report import _summary
@@ -54,11 +54,15 @@ def _run(args, s, sweep) -> int:
             )
     problem = problem_for(s)
     s["dims"] = problem.dims
+    data_sha256 = sha256(problem.X_np, problem.y_np)
+    stored = config if folder.resumed else None
+    check_resumed_digest(stored, folder.path, "data_sha256", data_sha256, "the data")
     _interrupt.watch(folder)
     if not folder.resumed:
         config = {
             "experiment": "balance",
             "settings": s,
+            "data_sha256": data_sha256,
             "data": _data(problem, s),
             "versions": versions(),
         }

@@ -7,7 +7,7 @@ import flows
 from .. import _interrupt, _sweep
 from .._files import sha256
 from .._options import UsageError
-from .._run_folder import RunFolder, resumed_settings
+from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
 from ._alpha import LOSS, NON_SMOOTH, alpha_task, record_of
 from ._cli import DEFAULTS, settings
 from ._inputs import build_model, describe, load_data
@@ -66,11 +66,7 @@ def _run(args, s, sweep) -> int:
     data = load_data(s)  # bad data fails before a folder is made
     X, Y, X_test, Y_test = data[:4]
     data_sha256 = sha256(X, Y, X_test, Y_test)
-    if stored is not None and stored.get("data_sha256", data_sha256) != data_sha256:
-        raise UsageError(
-            f"--resume {folder.path!r}: the data differ from the run's (SHA-256 of the "
-            "training and held-out arrays); start a new run"
-        )
+    check_resumed_digest(stored, folder.path, "data_sha256", data_sha256, "the data")
     _interrupt.watch(folder)
     model = build_model(s, X.shape[1])
     constants = flows.lazy.lazy_constants(

@@ -9,8 +9,7 @@ from tqdm.auto import tqdm
 
 from .. import _interrupt, _sweep
 from .._files import sha256, versions, write_json, write_npz
-from .._options import UsageError
-from .._run_folder import RunFolder, resumed_settings
+from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
 from . import _compute as compute
 from . import _report as report
 from ._cli import DEFAULTS, settings
@@ -39,11 +38,7 @@ def _run(args, s, sweep, start) -> int:
         s = resumed_settings(stored, folder.path, args, s, DEFAULTS)
     X = {data: compute.inputs(data, s["n"], s["seed"]) for data in DATASETS}
     inputs_sha256 = sha256(*X.values())
-    if stored is not None and stored.get("inputs_sha256", inputs_sha256) != inputs_sha256:
-        raise UsageError(
-            f"--resume {folder.path!r}: the inputs differ from the run's (SHA-256 of the "
-            "digits and Gaussian inputs); start a new run"
-        )
+    check_resumed_digest(stored, folder.path, "inputs_sha256", inputs_sha256, "the inputs")
     _interrupt.watch(folder)
     activations = {**ACTIVATIONS, "mixed": tuple(s["mixed"])}
     config = stored or {

@@ -12,13 +12,14 @@ import os
 import time
 
 import diffrax as dfx
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 from tqdm.auto import tqdm
 
-from .._checkpoint import atomic_savez
+from .._checkpoint import Fingerprint, atomic_savez, digest, leaf_paths, settings_text, summary
 from .._checks import check_finite, check_positive
 from .._failures import MaxStepsReached
 from .._flow import Trajectory
@@ -168,8 +169,9 @@ def filippov_flow(
     pieces.sign = np.where(np.asarray(Xt @ B0.T) > 0, 1.0, -1.0)
     saved, saved_ts, sliding_at, t, done = [], [], [], 0.0, 0
     dt0 = None
+    stamp = None if checkpoint is None else _fingerprint(model, field, y, ts, settings)
     if checkpoint is not None and os.path.exists(checkpoint):
-        t, y, dt0, done = _resume(checkpoint, ts, pieces, saved, saved_ts, sliding_at)
+        t, y, dt0, done = _resume(checkpoint, stamp, pieces, saved, saved_ts, sliding_at)
     else:
         y = pieces.settle(y)
     if dt0 is None:
@@ -242,7 +244,7 @@ def filippov_flow(
                     t,
                 )
             if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
-                _write(checkpoint, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
+                _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
                 last_write = time.perf_counter()
     finally:
         bar.close()
@@ -269,10 +271,27 @@ def _check_data(data, d):
     return X, Y
 
 
-def _write(path, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at):
+def _fingerprint(model, field, y0, ts, settings) -> Fingerprint:
+    """What a checkpoint is written for: the start state, the settings (but the budget
+    `max_steps`), the save times, the model's structure and the data (inputs, targets, α,
+    slopes) exactly; the loss at the start to 1e-9 (`flows._checkpoint.Fingerprint`)."""
+    return Fingerprint(
+        digests={
+            "the start state": digest(np.asarray(y0)),
+            "the settings": digest(settings_text(settings)),
+            "the save times": digest(np.asarray(ts, np.float64)),
+            "the structure": digest(repr(leaf_paths(model))),
+            "the data": digest(jax.tree.leaves(eqx.filter(field, eqx.is_array))),
+        },
+        values={"the loss at the start": summary(field.loss_value(jnp.asarray(y0)))},
+    )
+
+
+def _write(path, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at):
     c = pieces.counts
     atomic_savez(
         path,
+        **stamp.arrays(),
         ts=ts,
         t=t,
         y=np.asarray(y),
@@ -288,10 +307,10 @@ def _write(path, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at):
     )
 
 
-def _resume(path, ts, pieces, saved, saved_ts, sliding_at):
+def _resume(path, stamp, pieces, saved, saved_ts, sliding_at):
     with np.load(path, allow_pickle=False) as ck:
-        if ck["ts"].shape != ts.shape or not np.array_equal(ck["ts"], ts):
-            raise ValueError(f"checkpoint {path!r} was written for other save times `ts`")
+        stamp.check(path, ck)
+        ts = ck["ts"]
         done = int(ck["done"])
         pieces.sign, pieces.sliding = ck["sign"], ck["sliding"]
         pieces.slack = ck["slack"]
