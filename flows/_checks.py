@@ -1,13 +1,34 @@
 """Argument checks shared by the public functions: one clear error naming the argument."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 
+def check_number(name: str, value, kind=float):
+    """`value` as a finite float (or an int when `kind is int`), or a ValueError naming it:
+    a str (`"10"`) or a bool is refused, not converted."""
+    try:
+        if isinstance(value, (bool, str)):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(number) or math.isinf(number):
+        raise ValueError(f"{name} must be finite, got {number}")
+    if kind is int:
+        if number != int(number):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        return int(number)
+    return number
+
+
 def check_positive(name: str, value) -> float:
-    value = float(value)
-    if not np.isfinite(value) or value <= 0:
+    """`value` as a float, finite and > 0 (`check_number`), or a ValueError naming it."""
+    value = check_number(name, value)
+    if value <= 0:
         raise ValueError(f"{name} must be finite and > 0, got {value}")
     return value
 
@@ -53,3 +74,28 @@ def check_ts(ts, t1: float) -> np.ndarray:
     if ts[0] < 0 or ts[-1] > t1:
         raise ValueError(f"ts must lie in [0, t1={t1}], got [{ts[0]}, {ts[-1]}]")
     return ts
+
+
+def check_loss(loss, params) -> None:
+    """`loss(params)` must be one float scalar, the objective a gradient flow descends: found
+    by `equinox.filter_eval_shape` (tracing, no computation). **Raises:** `TypeError`
+    naming `loss` (a vector of per-example losses, an integer, a tuple)."""
+    import equinox as eqx
+
+    if not callable(loss):
+        raise TypeError(f"loss must be a function of the parameters, got {type(loss).__name__}")
+    out = eqx.filter_eval_shape(loss, params)
+    leaves = jax.tree.leaves(out)
+    if len(leaves) == 1 and getattr(leaves[0], "shape", None) == ():
+        if jnp.issubdtype(leaves[0].dtype, jnp.floating):
+            return
+        raise TypeError(
+            f"loss must return a float scalar, got an integer one ({leaves[0].dtype}): an "
+            "integer loss has no gradient"
+        )
+    shapes = "; ".join(f"{getattr(x, 'dtype', type(x).__name__)} of shape "
+                       f"{tuple(getattr(x, 'shape', ()))}" for x in leaves)  # fmt: skip
+    raise TypeError(
+        f"loss must return one float scalar (shape ()), got {shapes or 'nothing'}; reduce "
+        "per-example losses with a sum or a mean"
+    )

@@ -37,15 +37,24 @@ class MaxStepsReached(RuntimeError):
         return type(self), (self.args[0], self.t), self.__dict__
 
 
+#: Below this many steps a budget says nothing about the flow (no rate of rejected steps, no
+#: sign of stiffness): the only fitting advice is a larger budget.
+FEW_STEPS = 20
+
+
 def max_steps_advice(phase: str, settings, stats) -> str:
-    """What to change after the budget ran out, for the solver `phase` in use."""
+    """What to change after the budget ran out, for the solver `phase` in use: each cause
+    said once, and only what the steps taken can show (no rate of rejected steps and no
+    guess at stiffness after fewer than `FEW_STEPS` steps)."""
+    few = stats.num_steps < FEW_STEPS
     advice = [f"raise max_steps (used {stats.num_steps})"]
     rejected = stats.num_rejected_steps / max(1, stats.num_steps)
-    if rejected > 0.3:
+    kinked = rejected > 0.3 and not few
+    if kinked:
         advice.append(
-            f"{rejected:.0%} of the steps were rejected, which points to a non-smooth objective "
-            "(kinks such as ReLU's), where every solver chatters: a smooth activation (gelu, "
-            "softplus) avoids it"
+            f"{rejected:.0%} of the {stats.num_steps} steps were rejected, which points to a "
+            "non-smooth objective (kinks such as ReLU's), where every solver chatters: a "
+            "smooth activation (gelu, softplus) avoids it"
         )
     if phase in IMPLICIT:
         advice.append(
@@ -60,13 +69,20 @@ def max_steps_advice(phase: str, settings, stats) -> str:
             "steps are limited by the nonlinearity of the flow, where a higher-order solver "
             "('kvaerno5', or 'tsit5' where the flow is not stiff) takes longer ones"
         )
+    elif few:
+        advice[0] += ": so few steps say nothing yet about the flow (stiffness, kinks)"
     else:
         advice.append(
             f"if the flow is stiff (solver={phase!r} is explicit, so its steps are limited by "
-            "stability), use solver='auto', 'exprb32' or 'kvaerno5'; if the objective has kinks "
-            "(ReLU), every solver chatters there and a smooth activation avoids it"
+            "stability), use solver='auto', 'exprb32' or 'kvaerno5'"
+            + (
+                ""
+                if kinked
+                else "; if the objective has kinks (ReLU), every solver chatters "
+                "there and a smooth activation avoids it"
+            )
         )
-    if settings.rtol < 1e-6:
+    if settings.rtol < 1e-6 and not few:
         advice.append(f"or loosen rtol={settings.rtol:g}")
     return "; ".join(advice)
 

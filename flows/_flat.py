@@ -13,6 +13,8 @@ from models import partition
 
 from ._checks import check_float64
 
+MODEL_KIND = "an equinox Module called on one input x of shape (d,)"
+
 
 @dataclasses.dataclass(frozen=True)
 class FlatSpec:
@@ -41,6 +43,23 @@ class FlatSpec:
         return jax.tree.unflatten(self.treedef, leaves)
 
 
+def trainable_of(name: str, tree, what: str = "a pytree"):
+    """`partition(tree)` after the checks every entry point makes on what moves: some
+    trainable (inexact array) leaves, float64 (`check_float64`). `what` says what `name`
+    must be. **Raises:** `ValueError` naming `name`."""
+    try:
+        trainable, static = partition(tree)
+    except Exception:  # not a pytree at all
+        trainable, static = None, None
+    if trainable is None or not jax.tree.leaves(trainable):
+        raise ValueError(
+            f"{name} must be {what} holding trainable float64 arrays; got "
+            f"{type(tree).__name__}, which has none"
+        )
+    check_float64(name, trainable)
+    return trainable, static
+
+
 def flat_model(static, spec, X):
     """w ↦ vec(h(w)) on the inputs X, for flat trainable parameters w."""
 
@@ -53,8 +72,7 @@ def flat_model(static, spec, X):
 def outputs(model, X):
     """(w0, h, (static, spec, X)): the flat trainable parameters, w ↦ vec(h(w)) on the inputs
     X, and the pieces that rebuild h inside a jitted function."""
-    trainable, static = partition(model)
-    check_float64("model parameters", trainable)
+    trainable, static = trainable_of("model", model, MODEL_KIND)
     spec = FlatSpec.of(trainable)
     X = jnp.asarray(X, dtype=jnp.float64)
     return spec.ravel(trainable), flat_model(static, spec, X), (static, spec, X)

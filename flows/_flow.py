@@ -11,8 +11,8 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_float64
-from ._flat import FlatSpec
+from ._checks import check_finite, check_loss
+from ._flat import FlatSpec, trainable_of
 from ._integrate import integrate
 from ._settings import SolveSettings, resolve_flow_inputs
 
@@ -184,11 +184,9 @@ def gradient_flow(
       and the setting to change.
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
-    trainable, static = partition(params0)
-    if not jax.tree.leaves(trainable):
-        raise ValueError("params0 has no trainable (inexact array) leaves")
-    check_float64("params0", trainable)
+    trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
+    check_loss(loss, params0)
     obs = tuple(sorted((observables or {}).items()))
     # One flat state vector: diffrax's per-step work is then a few array operations, not a
     # few per leaf (measured: raw diffrax Tsit5 1.29× → 1.22× a bare scan at 10⁴ weights).

@@ -15,10 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from models import partition
-
-from ._checks import check_finite, check_float64, check_positive, check_ts
+from ._checks import check_finite, check_loss, check_positive, check_ts
 from ._failures import MaxStepsReached
+from ._flat import trainable_of
 from ._flow import Trajectory, _GradientField, _Recorder, trajectory
 from ._settings import SolveSettings, resolve_settings
 from ._stats import SolveStats
@@ -105,11 +104,9 @@ def gradient_descent(
             f"{save_steps[-1]} steps, over max_steps={settings.max_steps}; raise max_steps",
             0.0,
         )
-    trainable, static = partition(params0)
-    if not jax.tree.leaves(trainable):
-        raise ValueError("params0 has no trainable (inexact array) leaves")
-    check_float64("params0", trainable)
+    trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
+    check_loss(loss, params0)
     field = _GradientField(loss, static)
     recorder = _Recorder(loss, tuple(sorted((observables or {}).items())), save_params, static)
 

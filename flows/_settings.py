@@ -3,30 +3,13 @@ defaults. Every entry point (`gradient_flow`, `lazy_comparison`, `gradient_desce
 CLI builds one and passes it down; nothing else checks or defaults a tolerance."""
 
 import dataclasses
-import math
 
+from ._checks import check_number as _number
 from ._checks import check_positive, check_ts
 from ._solver._solvers import GMRES_MAX_ITERS, KVAERNO_DENSE_MAX, NAMES
 from ._times import log_times
 
 _MIN_RTOL = 1e-14  # a few float64 ulps: a controller asked for less only rejects steps
-
-
-def _number(name: str, value, kind):
-    """`value` as a finite float (or an int when `kind is int`), or a ValueError naming it."""
-    try:
-        if isinstance(value, (bool, str)):
-            raise TypeError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if math.isnan(number) or math.isinf(number):
-        raise ValueError(f"{name} must be finite, got {number}")
-    if kind is int:
-        if number != int(number):
-            raise ValueError(f"{name} must be an integer, got {value!r}")
-        return int(number)
-    return number
 
 
 @dataclasses.dataclass(frozen=True)

@@ -151,7 +151,6 @@ def settings(args) -> dict:
     if s["nodes"] is None:
         s["nodes"] = flows.lazy.LAZY_NODES
     for key, low, high in (
-        ("width", 1, 100_000),
         ("depth", 1, 64),
         ("n_train", 2, 10**6),
         ("n_test", 0, 10**6),
@@ -162,6 +161,8 @@ def settings(args) -> dict:
         ("seed", 0, 2**32 - 1),
     ):
         bounded(flag(key), s[key], low, high)
+    if s["width"] < 1:  # its upper limit is the parameter count, once the data are known
+        raise UsageError(f"--width must be >= 1, got {s['width']}")
     if s["data"] in ("digits", "teacher"):  # --target and --task describe a file's columns
         for key, default in (("target", "target"), ("task", "auto")):
             if s[key] != default:

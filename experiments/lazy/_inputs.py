@@ -57,15 +57,34 @@ def describe(s: dict, data: Table) -> str:
 MAX_PARAMETERS = 10_000_000
 
 
+def n_parameters(in_size: int, width: int, depth: int) -> int:
+    """Parameters of the symmetrised network (two copies of the net, hidden layers without
+    bias): 2·(d·w + (depth − 1)·w² + w)."""
+    return 2 * (in_size * width + (depth - 1) * width * width + width)
+
+
+def max_width(in_size: int, depth: int) -> int:
+    """The largest --width whose network has at most `MAX_PARAMETERS` parameters."""
+    low, high = 0, MAX_PARAMETERS  # n_parameters(.., w, ..) > MAX_PARAMETERS at w = high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (
+            (mid, high) if n_parameters(in_size, mid, depth) <= MAX_PARAMETERS else (low, mid)
+        )
+    return low
+
+
 def build_model(s: dict, in_size: int):
     """The symmetrised network of the settings (h(w0) = 0). Raises `UsageError` naming
-    --width/--depth when it would have more than `MAX_PARAMETERS` parameters."""
+    --width/--depth when it would have more than `MAX_PARAMETERS` parameters: the one limit
+    of --width, stated as the largest width this data and depth allow."""
     w, depth = s["width"], s["depth"]
-    p = 2 * (in_size * w + (depth - 1) * w * w + w)  # two copies: the symmetrised pair
+    p = n_parameters(in_size, w, depth)
     if p > MAX_PARAMETERS:
         raise UsageError(
             f"--width {w} --depth {depth}: the network would have {p:.3g} parameters "
-            f"(input size {in_size}), over {MAX_PARAMETERS:.3g}; choose a smaller one"
+            f"(input size {in_size}, two copies), over the limit of {MAX_PARAMETERS:.0e}: "
+            f"--width at most {max_width(in_size, depth)} at --depth {depth} on this data"
         )
     key = jax.random.PRNGKey(s["seed"])
     if s["depth"] == 1:

@@ -1,6 +1,7 @@
 """The lazy sweep: settings, data, constants, every α, results, figures, summary."""
 
 import jax
+from tqdm.auto import tqdm
 
 import flows
 
@@ -10,7 +11,7 @@ from .._options import UsageError
 from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
 from ._alpha import LOSS, NON_SMOOTH, alpha_task, record_of
 from ._cli import DEFAULTS, settings
-from ._inputs import build_model, describe, load_data
+from ._inputs import build_model, describe, load_data, n_parameters
 from ._report import print_summary
 from ._results import write_results
 
@@ -69,6 +70,13 @@ def _run(args, s, sweep) -> int:
     check_resumed_digest(stored, folder.path, "data_sha256", data_sha256, "the data")
     _interrupt.watch(folder)
     model = build_model(s, X.shape[1])
+    # Said before the first long computation, with or without --no-progress: at 10⁷
+    # parameters the constants alone take minutes.
+    tqdm.write(
+        f"lazy: {n_parameters(X.shape[1], s['width'], s['depth']):,} parameters, "
+        f"{len(Y)} training points; computing the constants of Σ = JJᵀ (λ_min, λ_max) "
+        f"before {len(s['alphas'])} flows; run folder {folder.path}"
+    )
     constants = flows.lazy.lazy_constants(
         model,
         (X, Y),

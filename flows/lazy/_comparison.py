@@ -25,10 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import partition
-
-from .._checks import check_finite, check_float64, check_positive
-from .._flat import FlatSpec
+from .._checks import check_finite, check_positive
+from .._flat import MODEL_KIND, FlatSpec, trainable_of
 from .._integrate import integrate
 from .._losses import get_loss
 from .._settings import SolveSettings, resolve_flow_inputs
@@ -304,8 +302,7 @@ def lazy_comparison(
             raise ValueError(
                 f"heldout inputs have {X_test.shape[1]} features but data has {X.shape[1]}"
             )
-    trainable, static = partition(model)
-    check_float64("model parameters", trainable)
+    trainable, static = trainable_of("model", model, MODEL_KIND)
     check_finite("model parameters", trainable)
     try:
         out = jax.eval_shape(jax.vmap(model), X)
