@@ -165,15 +165,23 @@ def gradient_flow(
     - `save_params`: keep the trainable parameters at every save time.
     - `progress`: show a tqdm bar over chunks, with the time reached.
     - `checkpoint`: path of an `.npz` written atomically after each chunk; if it exists when
-      the call starts, the solve resumes from it (the step size is re-estimated).
+      the call starts, the solve resumes from it (the step size is re-estimated), but only
+      if it was written for this problem: its fingerprint (the start state, every setting
+      but `max_steps`, the save times, the pytree structure, the loss and the gradient at
+      the start) must match, else `ValueError` naming the file and what differs.
 
     **Returns:** a `Trajectory`.
 
     **Raises:**
-    - `ValueError` naming the argument: `t1` ≤ 0 or non-finite, `ts` unsorted or outside
-      [0, t1], non-finite `params0`, trainable arrays that are not float64 (float32 is
-      refused, not promoted), a setting out of range (see `SolveSettings`).
-    - `TypeError` for a keyword that is neither an argument nor a setting.
+    - `ValueError` naming the argument: `t1` not a real number (`"10"`), ≤ 0 or non-finite,
+      `ts` unsorted or outside [0, t1], non-finite `params0` or one without trainable
+      arrays, trainable arrays that are not float64 (float32 is refused, not promoted), a
+      setting out of range (see `SolveSettings`).
+    - `TypeError` for a keyword that is neither an argument nor a setting, and naming `loss`
+      when it does not return one float scalar (a vector, a tuple, an integer).
+    - `ValueError` naming `checkpoint` for a file written for another problem.
+    - `ZeroGradientWarning` (a warning) when the gradient is exactly zero at the start, so
+      that the flow stays there.
     - `FloatingPointError` with the time reached and what happened: the step size collapsed
       (with the state's and the field's norms), the state really grew, or it (or the loss)
       became non-finite. An observable that is undefined at some times is not a failure: it

@@ -76,9 +76,10 @@ def gradient_descent(
     ["gradient_descent"]`; `config` has `solver="gradient_descent"`, `eta`, `t1`, `max_steps`.
 
     **Raises:**
-    - `ValueError` naming the argument: `t1` or `eta` not finite and > 0, η > t1, `ts`
-      unsorted or outside [0, t1], non-finite or non-float64 `params0`, a setting out of
-      range.
+    - `ValueError` naming the argument: `t1` or `eta` not a real number, finite and > 0,
+      η > t1, `ts` unsorted or outside [0, t1], non-finite or non-float64 `params0`, a
+      setting out of range.
+    - `TypeError` naming `loss` when it does not return one float scalar.
     - `MaxStepsReached` before any work when K > `max_steps`.
     - `FloatingPointError` with the step and time when the iterates become non-finite
       (η above the stability limit 2/λ_max of the Hessian). An undefined observable is

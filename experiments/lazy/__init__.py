@@ -9,8 +9,9 @@ constants come from `flows.lazy.lazy_constants`.
 The run folder holds `config.json`, one `part-<key>.json`/`.npz` per finished α (a task of
 `experiments._sweep`, keyed by a hash of `{"alpha": α}`, written atomically, so an interrupted
 sweep keeps them and `--resume DIR` goes on from there), `logs/`, then `results.json`,
-`trajectories.npz` and four figures (`experiments.lazy.plot`). The α run in this process
-(`--workers 0`) or on Dask workers (`--workers N`, `--scheduler ADDRESS`).
+`trajectories.npz` and five figures (`experiments.lazy.plot`: gaps, loss, distance, heldout
+(only with held-out data) and pl). The α run in this process (`--workers 0`) or on Dask
+workers (`--workers N`, `--scheduler ADDRESS`).
 """
 
 from ._cli import add_arguments as add_arguments
@@ -29,7 +30,8 @@ def run(args) -> int:
 
 
 def plot(folder: str) -> list[str]:
-    """Redraw the four figures from a run folder's files alone; returns the paths written."""
+    """Redraw the figures (five; heldout.png only with held-out data) from a run folder's files
+    alone; returns the paths written."""
     from ._plots import plot as _plot
 
     return _plot(folder)

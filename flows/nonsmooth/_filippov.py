@@ -111,7 +111,10 @@ def filippov_flow(
     - `save_params`: keep the parameters at every save time.
     - `progress`: a tqdm bar over flow time.
     - `checkpoint`: path of an `.npz` written atomically at most every 10 s of wall time; if it
-      exists when the call starts, the solve resumes from it.
+      exists when the call starts, the solve resumes from it, but only if it was written for
+      this problem (the start state, every setting but `max_steps`, the save times, the
+      model's structure, the data and the loss at the start), else `ValueError` naming the
+      file and what differs.
 
     **Returns:** a `Trajectory` (as `gradient_flow`). `stats` has `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`, `events`, `crossings`, `sliding_entries`,
