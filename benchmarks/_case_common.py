@@ -23,6 +23,7 @@ CASES = (
     "stiff",
     "engine",
     "exprb",
+    "latency",
 )
 TITLES = {
     "overhead": "1. solver overhead",
@@ -36,6 +37,7 @@ TITLES = {
     "stiff": "9. stiff: scipy BDF/LSODA, RK45",
     "engine": '10. solver="auto" ÷ best fixed solver',
     "exprb": "11. exprb32 ÷ Tsit5 at t = 100",
+    "latency": "12. first call, compilation reuse",
 }
 
 

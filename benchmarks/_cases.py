@@ -11,6 +11,7 @@ from ._case_engine import case_engine
 from ._case_exprb import case_exprb
 from ._case_gd import case_gd
 from ._case_horizon import case_horizon
+from ._case_latency import case_latency
 from ._case_lazy import case_lazy
 from ._case_linear import case_linear
 from ._case_overhead import case_overhead
@@ -32,4 +33,5 @@ RUNNERS = {
     "stiff": case_stiff,
     "engine": case_engine,
     "exprb": case_exprb,
+    "latency": case_latency,
 }

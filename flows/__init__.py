@@ -15,11 +15,20 @@ different numbers from the same PRNG key, and float32 code written for the defau
 need explicit dtypes. Every entry point refuses state that is not float64 with one line
 naming the dtype (a model built before the import, or cast by hand), and refuses to run if
 float64 mode was turned off again.
+
+**Importing `flows` also turns on JAX's persistent compilation cache** in a per-user folder
+(`$XDG_CACHE_HOME/gradflows/jax`, by default `~/.cache/gradflows/jax`, or the folder named by
+`JAX_COMPILATION_CACHE_DIR`), so that a second process on the same problem, a CLI
+subprocess or a Dask worker, loads the compiled solve instead of compiling it again. Set
+`GRADFLOWS_COMPILATION_CACHE=0` in the environment to turn it off.
 """
 
 import jax
 
+from ._cache import enable_compilation_cache
+
 jax.config.update("jax_enable_x64", True)
+enable_compilation_cache()
 
 # The flows: integrating dθ/dt = −∇F(θ), and gradient descent against it
 # Subjects, each a subpackage

@@ -17,10 +17,10 @@ GROWTH = 10.0
 
 
 class MaxStepsReached(RuntimeError):
-    """The step budget `max_steps` ran out before the final time. The budget is checked
-    inside each chunk (whose own limit is `max_steps`) and between chunks, so a solve stops
-    after at most `max_steps` steps plus those of one chunk. The message gives the time
-    reached and advice that fits the solver in use.
+    """The step budget `max_steps` ran out before the final time. Each diffrax call gets
+    what is left of the budget, so a solve stops after at most `max_steps` solver steps
+    (trial steps of "auto" aside). The message gives the time reached and advice that fits
+    the solver in use.
 
     **Attributes:**
     - `t`: the flow time reached (float, same units as the ODE): where the solve stopped,

@@ -8,6 +8,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from models import partition
 
@@ -39,6 +40,18 @@ class FlatSpec:
         for shape, dtype in zip(self.shapes, self.dtypes):
             size = math.prod(shape)
             leaves.append(flat[start : start + size].reshape(shape).astype(dtype))
+            start += size
+        return jax.tree.unflatten(self.treedef, leaves)
+
+    def unravel_rows(self, flat):
+        """`unravel` of each row of `flat` `(T, size)`, in numpy: leaves `(T, *shape)`. Host
+        side, so that a new T compiles nothing (eager jax slices would, once per shape)."""
+        flat = np.asarray(flat)
+        leaves, start = [], 0
+        for shape, dtype in zip(self.shapes, self.dtypes):
+            size = math.prod(shape)
+            block = flat[:, start : start + size].reshape((len(flat), *shape))
+            leaves.append(block.astype(dtype))
             start += size
         return jax.tree.unflatten(self.treedef, leaves)
 

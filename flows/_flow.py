@@ -211,6 +211,6 @@ def gradient_flow(
     )
     params = None
     if save_params:
-        params = eqx.combine(jax.vmap(spec.unravel)(saved["params"]), static)
+        params = eqx.combine(spec.unravel_rows(saved["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
     return trajectory(ts, params, saved, stats, {**settings.to_dict(), "t1": t1})

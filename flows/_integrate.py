@@ -6,6 +6,7 @@ points where `solver="auto"` tests stiffness (`_stiffness.py`); evaluations are 
 solve (`_counting.py`), failures are explained by `_failures.py`.
 """
 
+import concurrent.futures
 import os
 import time
 import warnings
@@ -27,6 +28,11 @@ from ._solver._solve import solve_span
 from ._solver._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STIFF, make_solver
 from ._solver._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 from ._stats import SolveStats
+
+#: Save times per diffrax call: the padded save array has this fixed length, whatever
+#: `len(ts)` and `chunks`, so that one compilation serves every `ts` (a chunk with more save
+#: times is solved in several calls, the solver state carried).
+SAVE_BLOCK = 16
 
 
 @eqx.filter_jit
@@ -126,6 +132,17 @@ def _prober(field, settings, rtol, atol, symmetric):
     return at
 
 
+_SECOND_THREAD = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gradflows")
+
+
+def _join_first_test(first_test, stats, monitor, horizon):
+    """Wait for the first stiffness test (λ̂ at y0) and record it; returns None."""
+    if first_test is not None:
+        stats.stiffness = first_test.result() * horizon
+        stats.jvp_evals += monitor.iters
+    return None
+
+
 def _raise_failure(field, phase, settings, stats, y, t_hit, t_end, norm0, dt, collapsed, hit):
     """Raise the error that says why a diffrax call stopped at `t_hit` before `t_end`."""
     failure = newton_failure(t_hit)
@@ -196,7 +213,6 @@ def integrate(
     # conserves quadratic invariants at its steps, not at interpolated times.
     n_chunks = len(ts) if solver in GAUSS else max(1, min(settings.chunks, len(ts)))
     groups = np.array_split(np.arange(len(ts)), n_chunks)
-    k = max(len(g) for g in groups)
     stats = SolveStats()
     save_shape = jax.eval_shape(save, 0.0, y0, None)
     save_def = jax.tree.structure(save_shape)
@@ -205,7 +221,7 @@ def integrate(
     size = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y0))
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
 
-    phase, monitor = solver, None
+    phase, monitor, first_test = solver, None, None
     horizon = float(ts[-1])
     symmetric = symmetric_jacobian(field)
     if solver == "auto":
@@ -216,8 +232,9 @@ def integrate(
             longest=settings.stiff_steps,
         )
         phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
-        stats.stiffness = monitor.lam(field, 0.0, y0) * horizon  # warm-starts Lanczos
-        stats.jvp_evals += monitor.iters
+        # λ̂ at y0 (for the record; it warm-starts the next test) runs on a second thread, so
+        # that compiling the Lanczos test overlaps compiling the first segment's solve.
+        first_test = _SECOND_THREAD.submit(monitor.lam, field, 0.0, y0)
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     stamp = None if checkpoint is None else fingerprint(field, y0, ts, save, settings)
     if checkpoint is not None and os.path.exists(checkpoint):
@@ -241,6 +258,13 @@ def integrate(
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
                 while len(pending):
+                    if stats.num_steps >= max_steps:  # the budget is of the whole solve
+                        raise MaxStepsReached(
+                            f"max_steps={max_steps} reached at t={t_start:.6g} "
+                            f"of t={horizon:.6g} (solver {phase!r}); "
+                            f"{max_steps_advice(phase, settings, stats)}",
+                            t_start,
+                        )
                     # "auto" solves in segments of about `monitor.steps` steps of the size last
                     # proposed, and tests stiffness at the end of each.
                     t_stop = t_end
@@ -248,8 +272,11 @@ def integrate(
                         t_stop = min(t_end, t_start + (monitor.steps - since_test) * h_last)
                         if t_stop - t_start <= 1e-12 * max(1.0, t_start):  # below float64
                             t_stop = t_end
-                    here = pending[ts[pending] <= t_stop]
-                    chunk_ts = np.concatenate([ts[here], np.full(k - len(here), t_stop)])
+                    within = pending[ts[pending] <= t_stop]
+                    here, blocked = within[:SAVE_BLOCK], len(within) > SAVE_BLOCK
+                    if blocked:  # a full block of save times ends this call early
+                        t_stop = float(ts[here[-1]])
+                    chunk_ts = np.concatenate([ts[here], np.full(SAVE_BLOCK - len(here), t_stop)])
                     counted = phase in STIFF
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
@@ -257,6 +284,7 @@ def integrate(
                         phase, rtol, atol, settings.gmres_max_iters,
                         size <= settings.dense_max, symmetric,
                     )  # fmt: skip
+                    budget = max_steps - stats.num_steps  # traced: no recompilation
                     started = time.perf_counter()
                     out = solve_span(
                         counter.wrap(field, counted, solver_counts_jvps=phase in EXPONENTIAL),
@@ -268,7 +296,7 @@ def integrate(
                         state,
                         solver_object,
                         *tolerances,
-                        max_steps if monitor is None else min(settings.stiff_steps, max_steps),
+                        budget if monitor is None else min(settings.stiff_steps, budget),
                     )
                     saved, save_ts, t_reached, y_reached, new_state, st, ok, _, hit, collapsed = out
                     steps = int(st["num_steps"])  # waits for the segment to finish
@@ -306,8 +334,8 @@ def integrate(
                     if not bool(ok):
                         finite = np.where(np.isfinite(t_reached), t_reached, np.nan)
                         t_now = float(np.nanmax(finite))
-                    # "auto" caps each call at `stiff_steps` steps (static: one compilation), so
-                    # a step size that shrinks inside a segment still meets a test.
+                    # "auto" caps each call at `stiff_steps` steps, so a step size that shrinks
+                    # inside a segment still meets a test.
                     if not bool(ok) and not (
                         monitor is not None and bool(hit) and stats.num_steps < max_steps
                     ):
@@ -319,8 +347,11 @@ def integrate(
                     since_test += steps
                     # A test ends each segment (not each chunk), and any capped call.
                     tested = monitor is not None and t_now < horizon
-                    tested = tested and (t_now < t_end or since_test >= monitor.steps or bool(hit))
                     if tested:
+                        ended = (t_now < t_end and not blocked) or since_test >= monitor.steps
+                        tested = ended or bool(hit)
+                    if tested:
+                        first_test = _join_first_test(first_test, stats, monitor, horizon)
                         since_test = 0
                         before = counter.evals, counter.jvps
                         probe = prober(t_now, y)
@@ -332,15 +363,6 @@ def integrate(
                             phase, state = new_phase, None
                             if new_phase == AUTO_STIFF and stats.switched_to_stiff_at is None:
                                 stats.switched_to_stiff_at = t_now
-                    if monitor is not None and stats.num_steps > max_steps:
-                        break
-                if stats.num_steps > max_steps:
-                    raise MaxStepsReached(
-                        f"max_steps={max_steps} reached at t={t_start:.6g} "
-                        f"of t={horizon:.6g} (solver {phase!r}); "
-                        f"{max_steps_advice(phase, settings, stats)}",
-                        t_start,
-                    )
                 stats.chunks = c + 1
                 bar.update(1)
                 bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
@@ -354,6 +376,9 @@ def integrate(
         raise
     finally:
         bar.close()
+        if first_test is not None:
+            concurrent.futures.wait([first_test])  # no thread left running after an error
+    first_test = _join_first_test(first_test, stats, monitor, horizon)
     stats.stiffness_tests = monitor.tests if monitor is not None else 0
     _warn_if_stationary(field, y0, y)
     saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])

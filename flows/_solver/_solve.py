@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import diffrax as dfx
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from ._controller import step_memory_pid
@@ -41,7 +42,6 @@ class Span(NamedTuple):
     collapsed: Any
 
 
-@eqx.filter_jit
 def solve_span(
     field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps,
     *, dt0=None, args=None, event=None,
@@ -53,11 +53,40 @@ def solve_span(
     `state` (from a previous `Span`) resumes the solver, the controller and the jump flag,
     with the step the controller last proposed, clipped to the span; with `state=None` the
     first step is `dt0` (None: diffrax's initial step selection). `event`: a `diffrax.Event`
-    that ends the solve early.
+    that ends the solve early. `max_steps` (at most this many steps) is traced, as are the
+    times and `ts` (of any fixed length): one compilation serves every horizon and budget.
     """
-    solver_state, controller_state, made_jump = state if state is not None else (None,) * 3
-    if state is not None:
-        dt0 = jnp.minimum(controller_state[1], t1 - t0)
+    budget = jnp.asarray(max_steps, jnp.int32)
+    if state is None:  # built apart, so that every call compiles the one program below
+        state = _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
+    return _solve_span(
+        field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
+    )
+
+
+@eqx.filter_jit
+def _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
+    """`(solver_state, controller_state, made_jump)` at t0, as `diffeqsolve` would make it
+    (the first step `dt0`, or diffrax's initial step selection when None)."""
+    terms = dfx.ODETerm(field)
+    controller = step_memory_pid(rtol, atol, dtmin, t1, 0)
+    error_order = solver.error_order(terms)
+    tnext, controller_state = controller.init(
+        terms, t0, t1, y0, dt0, args, solver.func, error_order
+    )
+    solver_state = solver.init(terms, t0, tnext, y0, args)
+    # Python scalars in the state (a first-step flag) as arrays, as a finished solve returns
+    # them: a static value would give the first call a program of its own.
+    return jax.tree.map(jnp.asarray, (solver_state, controller_state, False))
+
+
+@eqx.filter_jit
+def _solve_span(
+    field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
+) -> Span:
+    solver_state, controller_state, made_jump = state
+    dt0 = jnp.minimum(controller_state[1], t1 - t0)
+    controller_state = (*controller_state[:2], jnp.zeros((), jnp.int32))  # a new budget
     sol = dfx.diffeqsolve(
         dfx.ODETerm(field),
         solver,
@@ -72,10 +101,10 @@ def solve_span(
             controller_state=True,
             made_jump=True,
         ),
-        stepsize_controller=step_memory_pid(rtol, atol, dtmin),
+        stepsize_controller=step_memory_pid(rtol, atol, dtmin, t1, budget),
         event=event,
         adjoint=dfx.ForwardMode(),
-        max_steps=max_steps,
+        max_steps=None,  # the controller holds the (traced) budget
         throw=False,
         solver_state=solver_state,
         controller_state=controller_state,

@@ -82,7 +82,9 @@ def _krylov_of_jacobian(field, t, y, previous, key, iters: int, symmetric: bool)
     `lambda_max` says: the top Ritz pair (symmetric) or `(H, V, size)` (not)."""
     flat, unravel = ravel_pytree(y)
     fresh = jax.random.normal(key, flat.shape, flat.dtype)
-    start = fresh if previous is None else previous + 0.1 * fresh / jnp.linalg.norm(fresh)
+    # `previous` is zero before the first test: the start is then the random vector's direction
+    # (an array either way, so that every test runs the one compiled program).
+    start = previous + 0.1 * fresh / jnp.linalg.norm(fresh)
     _, jvp = jax.linearize(lambda x: ravel_pytree(field(t, unravel(x), None))[0], flat)
     basis = krylov_phi(
         lambda v: -jvp(v), start, 1.0, 1, tol=-1.0, m_max=iters, symmetric=symmetric,
@@ -109,6 +111,8 @@ def lambda_max(field, t, y, previous, key, iters: int, symmetric: bool = True):
     modulus of its Ritz values (an explicit method's step is stable while h·|λ| stays inside
     its stability region; on the negative real axis, below its boundary), the Ritz vector
     the real part of that value's. Lanczos would assume the symmetry that is not there."""
+    if previous is None:
+        previous = jnp.zeros(sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y)))
     if symmetric:
         return _krylov_of_jacobian(field, t, y, previous, key, iters, True)
     H, V, size = _krylov_of_jacobian(field, t, y, previous, key, iters, False)
