@@ -24,6 +24,7 @@ CASES = (
     "engine",
     "exprb",
     "latency",
+    "kvaerno",
 )
 TITLES = {
     "overhead": "1. solver overhead",
@@ -38,6 +39,7 @@ TITLES = {
     "engine": '10. solver="auto" ÷ best fixed solver',
     "exprb": "11. exprb32 ÷ Tsit5 at t = 100",
     "latency": "12. first call, compilation reuse",
+    "kvaerno": "13. Kvaerno5 steps on a small net",
 }
 
 

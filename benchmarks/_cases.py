@@ -11,6 +11,7 @@ from ._case_engine import case_engine
 from ._case_exprb import case_exprb
 from ._case_gd import case_gd
 from ._case_horizon import case_horizon
+from ._case_kvaerno import case_kvaerno
 from ._case_latency import case_latency
 from ._case_lazy import case_lazy
 from ._case_linear import case_linear
@@ -34,4 +35,5 @@ RUNNERS = {
     "engine": case_engine,
     "exprb": case_exprb,
     "latency": case_latency,
+    "kvaerno": case_kvaerno,
 }
