@@ -282,7 +282,7 @@ def integrate(
                     forget_newton_failure()
                     solver_object = make_solver(
                         phase, rtol, atol, settings.gmres_max_iters,
-                        size <= settings.dense_max, symmetric, size,
+                        size <= settings.dense_max, symmetric,
                     )  # fmt: skip
                     budget = max_steps - stats.num_steps  # traced: no recompilation
                     started = time.perf_counter()

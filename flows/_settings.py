@@ -43,7 +43,7 @@ class SolveSettings:
       6·max(1, h·λ̂/3.5) < c_s/2, h the step exprb32's controller proposes, c_s its measured
       gradients per step), ≥ 1.
     - `gmres_max_iters`: cap on the Hessian-vector products of each GMRES solve inside the
-      implicit solver's Newton iterations (rounded up to whole restart cycles), ≥ 1. A solve
+      implicit solver's Newton iterations (rounded up to restart cycles of 10), ≥ 1. A solve
       that exhausts it rejects the step, so `max_steps` and this cap bound the total work:
       at most 6 stages × 10 Newton iterations × `gmres_max_iters` Hessian-vector
       products per Kvaerno5 step.

@@ -22,11 +22,8 @@ SOLVERS = NAMES  # public as flows.SOLVERS: every name `solver=` accepts
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
 _NewtonWithControllerTols = dfx.with_stepsize_controller_tols(optx.Newton)
 
-#: GMRES restarts every this many iterations (Hessian-vector products), or after p of them
-#: on a p-dimensional system, where full GMRES is exact: restarting every 10 made the
-#: 40-parameter two-layer net's Newton systems (I − γhJ, condition up to ~γhλ_max) stall
-#: against the cap, 1,001 Kvaerno5 steps to t = 10⁴ instead of ~226.
-GMRES_RESTART = 40
+# GMRES restarts every this many iterations (Hessian-vector products).
+GMRES_RESTART = 10
 #: Default cap on the Hessian-vector products of one GMRES solve inside Newton.
 GMRES_MAX_ITERS = 200
 
@@ -50,7 +47,6 @@ def make_solver(
     gmres_max_iters: int = GMRES_MAX_ITERS,
     dense: bool = False,
     symmetric: bool = True,
-    size: int | None = None,
 ):
     """The diffrax solver called `name`.
 
@@ -62,12 +58,11 @@ def make_solver(
     products at every iteration, and a direct LU solve (lineax), as MLPGradientFlow.jl does
     with its exact Hessian (Brea, Martinelli, Şimşek & Gerstner 2023).
 
-    Each GMRES solve restarts every min(40, `size`) products (`size` = p, the state's
-    entries, when known: full GMRES is exact in p) and is capped at `gmres_max_iters`
-    products (rounded up to whole restart cycles); lineax's own default, 10·p cycles, lets
-    one step cost hundreds of thousands of them. A solve that exhausts the cap fails,
-    Newton fails with it, and diffrax rejects the step, so a step costs at most 6 implicit
-    stages × 10 Newton iterations × the cap, and `max_steps` bounds the whole solve.
+    Each GMRES solve is capped at `gmres_max_iters` matrix-vector products (rounded up to
+    whole restart cycles of 10); lineax's own default, 10·p cycles, lets one step cost
+    hundreds of thousands of them. A solve that exhausts the cap fails, Newton fails with it,
+    and diffrax rejects the step, so a step costs at most 6 implicit stages × 10 Newton
+    iterations × the cap, and `max_steps` bounds the whole solve.
 
     "implicit_midpoint", "gauss4" and "gauss6" are the 1-, 2- and 3-stage Gauss–Legendre
     collocation methods (orders 2, 4, 6; `GaussLegendre`): they conserve every quadratic
@@ -83,8 +78,7 @@ def make_solver(
 
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU;
-    `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi);
-    `size`: the number of state entries p ("kvaerno5": GMRES's restart length).
+    `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi).
 
     **Returns:** a `diffrax.AbstractSolver`.
 
@@ -99,10 +93,9 @@ def make_solver(
     if name == "kvaerno5" and dense:
         return dfx.Kvaerno5(root_finder=_NewtonWithControllerTols(linear_solver=lx.LU()))
     if name == "kvaerno5":
-        restart = GMRES_RESTART if size is None else max(1, min(GMRES_RESTART, size))
-        cycles = max(1, math.ceil(gmres_max_iters / restart))
+        cycles = max(1, math.ceil(gmres_max_iters / GMRES_RESTART))
         gmres = lx.GMRES(
-            rtol=rtol, atol=atol, restart=restart, stagnation_iters=10, max_steps=cycles
+            rtol=rtol, atol=atol, restart=GMRES_RESTART, stagnation_iters=10, max_steps=cycles
         )
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
