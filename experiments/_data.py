@@ -92,19 +92,3 @@ def teacher(n_train=100, n_test=100, dim=16, neurons=3, seed=0):
         raise ValueError(f"the teacher is zero on the training inputs (seed={seed}); change seed")
     y = y / rms
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
-
-
-def digits_table(classes, n_train, n_test, seed):
-    """`digits_pair` for the CLI: a `Table` (task classification), and errors that name the
-    flags (`--classes`, `--n-train`, `--n-test`) as typed."""
-    from ._options import UsageError
-    from ._tables import Table
-
-    available = digits_available(classes)
-    if n_train < 2 or n_test < 0 or n_train + n_test > available:
-        raise UsageError(
-            f"--n-train ({n_train}, >= 2) plus --n-test ({n_test}) must not exceed {available}, "
-            f"the digits {classes[0]} and {classes[1]} available"
-        )
-    split = digits_pair(classes, n_train, n_test, seed)
-    return Table(*split, task="classification", notes=[])

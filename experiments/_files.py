@@ -6,11 +6,10 @@ import importlib.metadata
 import json
 import math
 import os
-import tempfile
 
 import numpy as np
 
-from ._run_folder import TEMP_PREFIX  # removed if a run is stopped mid-write
+from ._atomic import atomic_write
 
 
 def versions() -> dict:
@@ -32,22 +31,6 @@ def versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             out[name] = None
     return out
-
-
-def _atomic(path: str, write) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, "w" if write[0] == "text" else "wb") as f:
-            write[1](f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def plain(value):
@@ -73,18 +56,18 @@ def plain(value):
 def write_json(path: str, obj) -> None:
     """Write `obj` as JSON atomically (temporary file, then rename); NaN/inf are refused."""
     text = json.dumps(plain(obj), indent=2)
-    _atomic(path, ("text", lambda f: f.write(text)))
+    atomic_write(path, "w", lambda f: f.write(text))
 
 
 def write_npz(path: str, **arrays) -> None:
     """Write arrays to `.npz` atomically."""
-    _atomic(path, ("bytes", lambda f: np.savez(f, **arrays)))
+    atomic_write(path, "wb", lambda f: np.savez(f, **arrays))
 
 
 def write_figure(path: str, figure, **savefig) -> None:
     """Save a matplotlib `Figure` atomically; the format is the extension of `path`."""
     fmt = os.path.splitext(path)[1].lstrip(".")
-    _atomic(path, ("bytes", lambda f: figure.savefig(f, format=fmt, **savefig)))
+    atomic_write(path, "wb", lambda f: figure.savefig(f, format=fmt, **savefig))
 
 
 def sha256(*arrays) -> str:

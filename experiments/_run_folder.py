@@ -17,10 +17,10 @@ import json
 import os
 import shutil
 
+from ._atomic import TEMP_PREFIX
 from ._options import UsageError, flag
 
 CONFIG = "config.json"
-TEMP_PREFIX = ".tmp-"  # of `_files`' atomic writes (not imported: numpy would come with it)
 
 
 def add_run_folder_options(parser, experiment: str, *, progress: bool = True):

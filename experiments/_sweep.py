@@ -30,9 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._options import UsageError
-from ._sweep_options import add_sweep_options as add_sweep_options
-from ._sweep_options import default_workers as default_workers
-from ._sweep_options import from_args as from_args
+from ._sweep_options import default_workers
 from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
 
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
@@ -321,3 +319,9 @@ class Sweep:
         except BaseException:
             client.cancel(list(running), force=True)
             raise
+
+
+def from_args(args) -> Sweep:
+    """The `Sweep` of the parsed `--workers`/`--scheduler` options (`_sweep_options`);
+    connects to a scheduler at once. Raises `UsageError` as `Sweep` does."""
+    return Sweep(args.workers, args.scheduler, progress=not args.no_progress)

@@ -1,7 +1,7 @@
 """The `--workers` and `--scheduler` options of every sweeping experiment.
 
-Plain Python: `gradflows list` and `--help` import this module, and neither numpy nor Dask
-(`experiments._sweep`, imported by `from_args` once a run starts).
+Plain Python: `gradflows list` and `--help` import this module, and neither numpy nor Dask;
+`experiments._sweep.from_args` turns the parsed options into a `Sweep` once a run starts.
 """
 
 import argparse
@@ -17,7 +17,7 @@ def default_workers() -> int:
 
 
 def add_sweep_options(parser: argparse.ArgumentParser) -> None:
-    """The `--workers` and `--scheduler` options; `from_args` turns them into a `Sweep`."""
+    """The `--workers` and `--scheduler` options; `_sweep.from_args` turns them into a `Sweep`."""
     g = parser.add_argument_group("parallel (Dask)")
     g.add_argument(
         "--workers",
@@ -43,11 +43,3 @@ def _workers_option(text: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {n}")
     return n
-
-
-def from_args(args):
-    """The `experiments._sweep.Sweep` of the parsed `--workers`/`--scheduler` options
-    (connects to a scheduler at once). Raises `UsageError` as `Sweep` does."""
-    from ._sweep import Sweep
-
-    return Sweep(args.workers, args.scheduler, progress=not args.no_progress)

@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._data import split_standardised
+from ._data import digits_available, digits_pair, split_standardised
+from ._options import UsageError
 
 TASKS = ("auto", "classification", "regression")
 
@@ -162,3 +163,16 @@ def table(path, target="target", n_train=100, n_test=100, seed=0, task="auto") -
             "set to 0"
         )
     return Table(*split, task=task, notes=notes)
+
+
+def digits_table(classes, n_train, n_test, seed):
+    """`digits_pair` for the CLI: a `Table` (task classification), and errors that name the
+    flags (`--classes`, `--n-train`, `--n-test`) as typed."""
+    available = digits_available(classes)
+    if n_train < 2 or n_test < 0 or n_train + n_test > available:
+        raise UsageError(
+            f"--n-train ({n_train}, >= 2) plus --n-test ({n_test}) must not exceed {available}, "
+            f"the digits {classes[0]} and {classes[1]} available"
+        )
+    split = digits_pair(classes, n_train, n_test, seed)
+    return Table(*split, task="classification", notes=[])

@@ -11,8 +11,8 @@ import numpy as np
 import flows
 import models
 
-from .._data import digits_table
 from .._options import UsageError, solve_settings
+from .._tables import digits_table
 
 
 class _Problem:

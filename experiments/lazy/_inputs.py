@@ -7,9 +7,8 @@ import jax
 import models
 
 from .. import _data
-from .._data import digits_table
 from .._options import UsageError
-from .._tables import Table, table
+from .._tables import Table, digits_table, table
 
 
 def load_data(s: dict) -> Table:

@@ -6,7 +6,6 @@ the flows again. Each `draw_*` function returns the `Figure` (tests check it wit
 `experiments._plotting.figure_problems`).
 """
 
-import json
 import os
 
 import numpy as np
@@ -14,6 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .. import _plotting as P
+from ._plot_parts import finished, load, slope_label, subtitle
+from ._plots_pl import draw_pl
 
 NAMES = {
     "weight_gap": ("sup_t ‖w_α − w̄_α‖ (parameters)", "o", "C0"),
@@ -36,31 +37,6 @@ FLOOR = 10  # round-off floor of the relative loss gap, in units of ε‖y*‖/�
 OFFSET = 1.0  # decades between a reference slope and the data it checks
 
 
-def _load(folder):
-    with open(os.path.join(folder, "results.json")) as f:
-        res = json.load(f)
-    with np.load(os.path.join(folder, "trajectories.npz")) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    return res, arrays
-
-
-def _ok(res, key):
-    runs = [r for r in res["runs"] if not r["failed"] and r.get(key) is not None]
-    return np.array([r["alpha"] for r in runs]), np.array([r[key] for r in runs])
-
-
-def _subtitle(res):
-    c = res["config"]
-    return f"{c['model']}, n = {c['n_train']}, t1 = {c['t1']:.3g}\n{c['data_description']}"
-
-
-def _slope_label(slope, expected=None):
-    if slope is None:
-        return None
-    text = f"fit: slope {slope:+.3f}"
-    return text if expected is None else f"{text} (theory {expected:+d})"
-
-
 def draw_gaps(res: dict) -> Figure:
     """The three sup gaps against α, fitted slopes, and theory's slopes drawn at least one
     decade below every series and fit (Thm 2.2, Prop. A.1)."""
@@ -70,7 +46,7 @@ def draw_gaps(res: dict) -> Figure:
     ax = fig.subplots()
     by_slope, fitted = {}, []
     for key, (label, marker, color) in NAMES.items():
-        alphas, sup = _ok(res, "sup_" + key)
+        alphas, sup = finished(res, "sup_" + key)
         if not len(alphas):
             continue
         ax.plot(alphas, sup, marker, color=color, ms=6, label=label)
@@ -79,7 +55,7 @@ def draw_gaps(res: dict) -> Figure:
             alphas,
             sup,
             fits[key + "_slope"],
-            label=_slope_label(fits[key + "_slope"]),
+            label=slope_label(fits[key + "_slope"]),
             color=color,
         )
         fitted.append(line)
@@ -102,7 +78,7 @@ def draw_gaps(res: dict) -> Figure:
     ax.set_ylabel("sup over flow time t ≤ t1 of the gap\n(parameter norm / output norm)")
     fig.suptitle(
         "Lazy training: gaps to the linearised flow against the scale α "
-        f"(Chizat et al. 2019, Thm 2.2, Prop. A.1)\n{_subtitle(res)}",
+        f"(Chizat et al. 2019, Thm 2.2, Prop. A.1)\n{subtitle(res)}",
         fontsize=9,
     )
     ax.grid(True, which="major", alpha=0.3)
@@ -197,7 +173,7 @@ def draw_loss(res: dict, arr: dict, n_panels: int = 4) -> Figure:
         f"Training loss, nonlinear vs linearised flow (Chizat et al. 2019); λ_min(Σ) = "
         f"{th['lambda_min']:.3g}"
         + (f", Thm 2.4's loss rate mσ_min²/2 = {2 * rate:.3g}" if rate is not None else "")
-        + f"\n{_subtitle(res)}",
+        + f"\n{subtitle(res)}",
         fontsize=9,
     )
     return fig
@@ -205,14 +181,14 @@ def draw_loss(res: dict, arr: dict, n_panels: int = 4) -> Figure:
 
 def draw_distance(res: dict) -> Figure:
     """sup_t ‖w_α − w0‖ against α with its fit and Thm 2.2's bound."""
-    alphas, dist = _ok(res, "sup_distance_from_init")
-    _, bound = _ok(res, "theorem_2_2_bound")
+    alphas, dist = finished(res, "sup_distance_from_init")
+    _, bound = finished(res, "theorem_2_2_bound")
     slope = res["fits"]["distance_slope"]
     expected = (res["theory"]["expected_slopes"] or {}).get("distance")
     fig = P.new_figure(9.5, 5.0)
     ax = fig.subplots()
     ax.plot(alphas, dist, "o", color="C0", label="measured sup_t ‖w_α(t) − w0‖")
-    P.fit_line(ax, alphas, dist, slope, label=_slope_label(slope, expected), color="C0")
+    P.fit_line(ax, alphas, dist, slope, label=slope_label(slope, expected), color="C0")
     if len(bound) == len(alphas) and res["theory"].get("theory_applies", True):
         P.bound_line(ax, alphas, bound, label="Thm 2.2 bound √(t1·R(αh(w0)))/α", ls="--")
     P.log_axis(ax)
@@ -220,7 +196,7 @@ def draw_distance(res: dict) -> Figure:
     ax.set_ylabel("sup over flow time t ≤ t1 of ‖w_α(t) − w0‖\n(parameter norm)")
     fig.suptitle(
         "Distance travelled from the initialisation (Chizat et al. 2019, Thm 2.2)\n"
-        + _subtitle(res),
+        + subtitle(res),
         fontsize=9,
     )
     ax.grid(True, which="major", alpha=0.3)
@@ -231,16 +207,16 @@ def draw_distance(res: dict) -> Figure:
 def draw_heldout(res: dict) -> Figure | None:
     """The held-out output gap against α, overlaid on the training one, with the shape
     (log α)/α of Prop. A.1's bound drawn one decade above the data."""
-    alphas, gap = _ok(res, "sup_heldout_output_gap")
+    alphas, gap = finished(res, "sup_heldout_output_gap")
     if not len(alphas):
         return None
-    a_tr, gap_tr = _ok(res, "sup_output_gap")
+    a_tr, gap_tr = finished(res, "sup_output_gap")
     slope = res["fits"]["heldout_output_gap_slope"]
     expected = (res["theory"]["expected_slopes"] or {}).get("heldout_output_gap")
     fig = P.new_figure(10.5, 5.0)
     ax = fig.subplots()
     ax.plot(alphas, gap, "^", color="C2", ms=7, label=NAMES["heldout_output_gap"][0])
-    fit = P.fit_line(ax, alphas, gap, slope, label=_slope_label(slope, expected), color="C2")
+    fit = P.fit_line(ax, alphas, gap, slope, label=slope_label(slope, expected), color="C2")
     ax.plot(a_tr, gap_tr, "s", color="C1", ms=4, alpha=0.7, label=NAMES["output_gap"][0])
     big = alphas > np.e  # (log α)/α decreases there
     if np.count_nonzero(big) >= 2 and res["theory"].get("theory_applies", True):
@@ -262,7 +238,7 @@ def draw_heldout(res: dict) -> Figure | None:
     ax.set_ylabel("sup over flow time t ≤ t1 of the output gap\n(output norm)")
     fig.suptitle(
         f"Held-out inputs (Chizat et al. 2019, Prop. A.1), training inputs for comparison\n"
-        f"{_subtitle(res)}",
+        f"{subtitle(res)}",
         fontsize=9,
     )
     ax.grid(True, which="major", alpha=0.3)
@@ -272,9 +248,7 @@ def draw_heldout(res: dict) -> Figure | None:
 
 def plot(folder: str) -> list[str]:
     """Draw the figures of a lazy run folder; returns the paths written."""
-    from ._plots_pl import draw_pl  # it reads _subtitle from here
-
-    res, arr = _load(folder)
+    res, arr = load(folder)
     if "alphas" not in arr or len(arr["alphas"]) == 0:
         return []
     figures = {

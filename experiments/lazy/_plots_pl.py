@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 import flows
 
 from .. import _plotting as P
-from ._plots import _subtitle
+from ._plot_parts import subtitle
 
 LAMBDA_MIN = (
     "λ_min(Σ), Σ = Dh(w0)Dh(w0)ᵀ:\nμ ≥ λ_min(Σ(w(t))) → λ_min(Σ) as α → ∞\n(Liu, Zhu & Belkin 2022)"
@@ -54,7 +54,7 @@ def draw_pl(res: dict, arr: dict) -> Figure | None:
     P.legend_outside(ax)
     fig.suptitle(
         "Polyak–Łojasiewicz quotient along the lazy flows (F* = 0; μ = rᵀΣ(w)r/‖r‖², "
-        f"no power of α)\n{_subtitle(res)}",
+        f"no power of α)\n{subtitle(res)}",
         fontsize=9,
     )
     return fig
