@@ -31,7 +31,7 @@ def add_sweep_options(parser: argparse.ArgumentParser) -> None:
         "--scheduler",
         default=None,
         metavar="ADDRESS",
-        help="run the tasks on a running Dask cluster, e.g. tcp://host:8786 (see README)",
+        help="run the tasks on a running Dask cluster, e.g. tcp://host:8786 (docs/sweeps.md)",
     )
 
 

@@ -63,3 +63,28 @@ from ._stats import SolveStats as SolveStats  # noqa: E402
 
 # Save times
 from ._times import log_times as log_times  # noqa: E402
+
+__all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "lazy",
+    "nonsmooth",
+    "ntk",
+    "observables",
+    "MaxStepsReached",
+    "Trajectory",
+    "UndefinedObservableWarning",
+    "gradient_flow",
+    "gradient_descent",
+    "ExponentialLoss",
+    "LogisticLoss",
+    "SquaredLoss",
+    "get_loss",
+    "SolveSettings",
+    "ExpRosenbrock32",
+    "GaussLegendre",
+    "gauss_legendre_tableau",
+    "SOLVERS",
+    "make_solver",
+    "STABILITY_BOUNDARY",
+    "SolveStats",
+    "log_times",
+]

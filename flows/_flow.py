@@ -137,23 +137,10 @@ def gradient_flow(
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
     - `settings`: a `SolveSettings` (solver, rtol, atol, max_steps, chunks, stiff_steps,
-      stiff_tests, explicit_tests); default `SolveSettings()`. **Rule of `solver="auto"`:**
-      start with Tsit5 and test stiffness along the path, at the end of segments of 10 steps
-      after a switch, doubling up to `stiff_steps`: h·λ̂, h the step the controller proposes
-      next and λ̂ the Hessian's λ_max by 8 Lanczos Hessian-vector products warm-started from
-      the last test, against Tsit5's stability boundary 3.5. After `stiff_tests` tests in a
-      row with h·λ̂ ≥ 0.8·3.5 (Tsit5 held by stability) take one trial step of the
-      exponential Rosenbrock solver exprb32, 2·c_s/c_e times Tsit5's step (c_s/c_e the cost of
-      its step over Tsit5's, 16 until measured), and if it passes the error test go on with
-      exprb32 from the time reached (`stats["probes"]` lists the trials). After
-      `explicit_tests` tests in a row where Tsit5's steps would cost less than half
-      exprb32's (6·max(1, h·λ̂/3.5) Tsit5 steps' cost against c_s/2, costs as seconds per
-      step measured along the solve) go back to Tsit5. A rejected trial or a return doubles
-      the positive tests needed next (Petzold 1983, LSODA). `stats["switches"]` lists every
-      switch (time, solver, h·λ̂, c_s/c_e). Stiff squared-loss flows thus reach t = 10⁶ in a
-      few hundred to a thousand steps, mostly with exprb32;
-      logistic flows, whose Hessian decays like 1/t, end explicit. `max_steps` bounds the
-      steps of the whole solve.
+      stiff_tests, explicit_tests); default `SolveSettings()`. `solver="auto"` starts with
+      Tsit5 and switches to exprb32 and back along the path where the measured cost of the
+      steps says so; the rule is written once, in the docs: "How to choose a solver"
+      (docs/solvers.md). `max_steps` bounds the steps of the whole solve.
       The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
       quadratic invariants such as balancedness to round-off at any rtol; they step onto
       every save time, so `chunks` is ignored for them.

@@ -24,7 +24,7 @@ class SolveSettings:
     - `solver`: "tsit5", "dopri5", "dopri8" (explicit Runge–Kutta), "kvaerno5" (implicit,
       matrix-free Newton–GMRES), "implicit_midpoint", "gauss4", "gauss6" (Gauss–Legendre,
       conserving quadratic invariants to round-off), "exprb32" (exponential Rosenbrock,
-      matrix-free Lanczos) or "auto" (see `gradient_flow`).
+      matrix-free Lanczos) or "auto" (its rule: "How to choose a solver", docs/solvers.md).
     - `rtol`, `atol`: tolerances of the PID step-size controller, on the solved state (and of
       the GMRES solves inside Newton). rtol ∈ [1e-14, 1): float64 cannot do better than a
       few units of its resolution 2.2e-16 per step. atol ≥ 0, in the state's units.

@@ -24,3 +24,20 @@ from ._symmetrize import Centred as Centred  # noqa: E402
 from ._symmetrize import Doubled as Doubled  # noqa: E402
 from ._symmetrize import symmetrize as symmetrize  # noqa: E402
 from ._two_layer import TwoLayerNet as TwoLayerNet  # noqa: E402
+
+__all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "AbsFamily",
+    "abs_family",
+    "activation",
+    "DeepLinearNet",
+    "Frozen",
+    "partition",
+    "read_frozen",
+    "Linearized",
+    "linearize",
+    "MLP",
+    "Centred",
+    "Doubled",
+    "symmetrize",
+    "TwoLayerNet",
+]

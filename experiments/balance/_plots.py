@@ -72,7 +72,7 @@ def plot(folder: str) -> list[str]:
 
 
 def drift_figure(folder: str, results: dict) -> Figure:
-    """Relative drift of the C_k (the README table's quantity) against flow time: the flow at
+    """Relative drift of the C_k (docs/balance.md's table) against flow time: the flow at
     each tolerance, its rtol as a labelled line, gradient descent at each step η."""
     fig = P.new_figure(10, 4.8)
     ax = fig.subplots()

@@ -16,7 +16,7 @@ EXPECTED_SLOPES = {
 
 
 MIN_FIT_ALPHAS = 3  # a slope through two points says nothing about a power law
-LATE_ALPHA = 10.0  # the lazy regime of the late rate (README: "α ≥ 10")
+LATE_ALPHA = 10.0  # the lazy regime of the late rate (docs/lazy.md: "α ≥ 10")
 
 
 def _theory(constants, s, t1) -> dict:

@@ -25,3 +25,23 @@ from ._theory import lazy_constants as lazy_constants
 from ._theory import loglog_slope as loglog_slope
 from ._theory import theorem_2_2_bound as theorem_2_2_bound
 from ._theory import theorem_2_4_bound as theorem_2_4_bound
+
+__all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "LinearBranch",
+    "linear_closed_form",
+    "LazyComparison",
+    "lazy_comparison",
+    "LAZY_NODES",
+    "LAZY_REMAINDER_ALPHA",
+    "explicit_steps",
+    "lazy_horizon",
+    "lazy_remainder_rule",
+    "lazy_save_times",
+    "LazyConstants",
+    "jacobian_lipschitz",
+    "late_rate",
+    "lazy_constants",
+    "loglog_slope",
+    "theorem_2_2_bound",
+    "theorem_2_4_bound",
+]

@@ -3,3 +3,7 @@ activation has a kink (ReLU, absolute value, leaky ReLU), with sliding on the sw
 surfaces (Filippov 1988)."""
 
 from ._filippov import filippov_flow as filippov_flow
+
+__all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "filippov_flow",
+]

@@ -24,3 +24,23 @@ from ._max_margin import max_margin as max_margin
 from ._pl import distance_from_init as distance_from_init
 from ._pl import pl_constant as pl_constant
 from ._pl import pl_quotient as pl_quotient
+
+__all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "adjacent_alignment",
+    "balancedness_drift",
+    "end_to_end",
+    "layer_norm_gaps",
+    "layer_singular_values",
+    "max_margin_angle",
+    "neuron_balancedness",
+    "neuron_balancedness_drift",
+    "normalised_margin",
+    "singular_value_ratio",
+    "stable_rank",
+    "MaxMargin",
+    "is_linearly_separable",
+    "max_margin",
+    "distance_from_init",
+    "pl_constant",
+    "pl_quotient",
+]

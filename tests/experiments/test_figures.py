@@ -268,7 +268,7 @@ def test_balance_figures_pass_the_checks_and_plot_the_relative_drift(tmp_path):
     for name, fig in figures.items():
         assert P.figure_problems(fig) == [], name
     (ax,) = figures["drift"].axes
-    first = ax.get_lines()[0]  # the README table's quantity: max over k of the relative drift
+    first = ax.get_lines()[0]  # docs/balance.md's quantity: max over k of the relative drift
     np.testing.assert_array_equal(first.get_ydata(), main["drift_relative"].max(axis=1)[1:])
     tolerances = [line.get_label() for line in ax.get_lines() if line.get_gid() == P.BOUND]
     assert tolerances == [

@@ -91,7 +91,7 @@ def test_fits_are_the_loglog_slopes_of_the_runs_and_say_how_many_alphas(doubled)
         slope = np.polyfit(alphas, np.log([r[column] for r in runs]), 1)[0]
         assert fits[key + "_slope"] == pytest.approx(slope, rel=1e-9)
     assert fits["n_alphas_fitted"] == 3 and fits["fit_note"] is None
-    # the late rate is the median over α >= 10 only (README)
+    # the late rate is the median over α >= 10 only (docs/lazy.md)
     assert fits["late_rate_alphas"] == [10.0, 100.0, 1000.0]
     assert fits["late_rate_median"] == pytest.approx(np.median([r["rate"] for r in runs]))
 
