@@ -10,7 +10,6 @@ import os
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from .. import _plotting as P
 from ._plot_parts import finished, load, slope_label, subtitle
@@ -101,73 +100,93 @@ def _roundoff(arr, i, y_norm):
     return FLOOR * P.EPS * y_norm / np.where(r > 0, r, np.nan)
 
 
-def draw_loss(res: dict, arr: dict, n_panels: int = 4) -> Figure:
-    """Training loss of the nonlinear and linearised flows against log flow time, one column
-    per α; Thm 2.4's bound only where its conditions hold; the relative gap below, with the
-    round-off floor shaded."""
+def _theorem_2_4_note(res, run) -> str | None:
+    """Why Thm 2.4's bound is not drawn for this α (None where it is)."""
+    th = res["theory"]
+    if not th.get("theory_applies", True):
+        return "Thm 2.4 does not apply (Dh not Lipschitz)"
+    if run.get("theorem_2_4_conditions_hold"):
+        return None
+    if th["alpha_min"] is None:
+        return "Thm 2.4: C0 unknown, no bound"
+    return f"Thm 2.4's bound needs α > {th['alpha_min']:.3g}"
+
+
+def draw_loss(res: dict, arr: dict, n_curves: int = 4) -> Figure:
+    """Left: the training loss of the nonlinear flow for a few α against log flow time, the
+    linearised flow's (one curve where every α has the same, as with h(w0) = 0), and Thm 2.4's
+    bound for the α where its conditions hold. Right: the relative loss gap |R − R̄|/R̄ of the
+    same α, which falls with α, above the round-off floor of the largest α (shaded)."""
     ts, alphas, th = arr["ts"], arr["alphas"], res["theory"]
     runs = {r["alpha"]: r for r in res["runs"] if not r["failed"]}
-    picks = _picks(alphas, n_panels)
-    fig = P.new_figure(3.4 * len(picks) + 0.6, 6.6)
-    axes = fig.subplots(2, len(picks), sharex=True, squeeze=False)
-    for ax in axes[0, 1:]:  # one loss scale; each relative gap on its own (they span 1e-16..1)
-        ax.sharey(axes[0, 0])
+    picks = _picks(alphas, n_curves)
+    colours = P.shades("viridis", len(picks))
+    fig = P.new_figure(11.5, 6.0)
+    left, right = fig.subplots(1, 2, sharex=True)
     late = ts > 0
-    y_norm = th["y_star_norm"]
-    for col, i in enumerate(picks):
-        top, low = axes[0, col], axes[1, col]
-        top.plot(ts[late], arr["loss"][i][late], "-", color="C0", lw=3.2, alpha=0.55)
-        top.plot(ts[late], arr["loss_linearized"][i][late], "--", color="k", lw=1.2)
+    same = np.allclose(arr["loss_linearized"][picks], arr["loss_linearized"][picks[-1]], rtol=1e-9)
+    notes = []
+    for i, colour in zip(picks, colours):
+        label = f"α = {alphas[i]:.3g}"
+        left.plot(
+            ts[late],
+            arr["loss"][i][late],
+            "-",
+            color=colour,
+            lw=2.6,
+            alpha=0.75,
+            label=f"R(αh(w_α(t))), {label}",
+        )
+        if not same:
+            left.plot(
+                ts[late],
+                arr["loss_linearized"][i][late],
+                "--",
+                color=colour,
+                lw=1.0,
+                label=f"R̄, linearised flow, {label}",
+            )
         run = runs.get(float(alphas[i]), {})
-        if not th.get("theory_applies", True):
-            note = "Thm 2.4 does not apply (Dh not Lipschitz)"
-        elif run.get("theorem_2_4_conditions_hold"):
+        note = _theorem_2_4_note(res, run)
+        if note is None:
             bound = 0.5 * arr["theorem_2_4_bound"][i][late] ** 2
-            P.bound_line(top, ts[late], bound, label=BOUND_2_4)
-            note = "Thm 2.4's conditions hold"
-        elif th["alpha_min"] is None:
-            note = "Thm 2.4: C0 unknown, no bound"
-        else:
-            note = f"Thm 2.4 needs α > {th['alpha_min']:.3g}"
-        top.set_title(f"α = {alphas[i]:.3g}\n{note}", fontsize=9)
+            P.bound_line(left, ts[late], bound, label=f"{BOUND_2_4}, {label}", color=colour)
+        elif note not in notes:
+            notes.append(note)
         rel = np.abs(arr["loss"][i] - arr["loss_linearized"][i]) / arr["loss_linearized"][i]
         keep = late & (rel > 0) & np.isfinite(rel)
-        low.plot(ts[keep], rel[keep], "-", color="C3", lw=1.4)
-        for ax in (top, low):
-            P.log_axis(ax)
-            ax.grid(True, which="major", alpha=0.3)
-        low.set_xlabel(P.TIME_LABEL)
-    for col, i in enumerate(picks):
-        low = axes[1, col]
-        low.autoscale_view()
-        P.roundoff_floor(
-            low,
+        right.plot(ts[keep], rel[keep], "-", color=colour, lw=1.6, label=label)
+    if same:
+        left.plot(
             ts[late],
-            _roundoff(arr, i, y_norm)[late],
-            label=f"round-off floor, {FLOOR}ε‖y*‖/‖r̄‖",
-        )
-    axes[0, 0].set_ylabel("training loss R = ½‖αh − y*‖²")
-    for ax in axes[1]:
-        ax.set_ylabel("|R − R̄| / R̄")
-    axes[1, 0].set_ylabel("relative loss gap |R − R̄| / R̄")
-    handles = [
-        Line2D([], [], color="C0", lw=3.2, alpha=0.55, label="R(αh(w_α(t))), nonlinear flow"),
-        Line2D([], [], color="k", ls="--", lw=1.2, label="R̄ = R(αh̄(w̄_α(t))), linearised flow"),
-        Line2D(
-            [],
-            [],
+            arr["loss_linearized"][picks[-1]][late],
+            "--",
             color="k",
-            ls=":",
-            lw=1.4,
-            label=BOUND_2_4,
-        ),
-        Line2D([], [], color="C3", lw=1.4, label="|R − R̄| / R̄"),
-        axes[1, 0].collections[-1],
-    ]
-    labels = [h.get_label() for h in handles[:-1]] + [
-        f"round-off floor of |R − R̄|/R̄ in float64: {FLOOR}ε‖y*‖/‖αh̄ − y*‖"
-    ]
-    P.figure_legend(fig, handles, labels, ncol=3)
+            lw=1.2,
+            label="R̄ = R(αh̄(w̄_α(t))), linearised flow (the same for every α)",
+        )
+    for ax in (left, right):
+        P.log_axis(ax)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.set_xlabel(P.TIME_LABEL)
+    right.autoscale_view()
+    P.roundoff_floor(
+        right,
+        ts[late],
+        _roundoff(arr, picks[-1], th["y_star_norm"])[late],
+        label=f"round-off floor of |R − R̄|/R̄ at α = {alphas[picks[-1]]:.3g}: "
+        f"{FLOOR}ε‖y*‖/‖αh̄ − y*‖",
+    )
+    left.set_ylabel("training loss R = ½‖αh − y*‖²")
+    right.set_ylabel("relative loss gap |R − R̄| / R̄")
+    left.set_title(
+        "Training loss; " + ("; ".join(notes) if notes else "Thm 2.4's bound dotted"), fontsize=9
+    )
+    right.set_title(
+        "The nonlinear flow's loss approaches the linearised one as α grows", fontsize=9
+    )
+    P.legend_outside(left, where="below")
+    P.legend_outside(right, where="below", ncol=2)
     rate = th.get("theorem_2_4_rate")
     fig.suptitle(
         f"Training loss, nonlinear vs linearised flow (Chizat et al. 2019); λ_min(Σ) = "
