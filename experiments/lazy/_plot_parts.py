@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 
+from .. import _plotting as P
+
 
 def load(folder):
     """`(results.json as a dict, trajectories.npz as a dict of arrays)` of a run folder."""
@@ -34,3 +36,13 @@ def slope_label(slope, expected=None):
         return None
     text = f"fit: slope {slope:+.3f}"
     return text if expected is None else f"{text} (theory {expected:+d})"
+
+
+def finish_panel(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Log axes, labels, a small title, a light grid and the legend below the panel."""
+    P.log_axis(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    P.legend_outside(ax, where="below")

@@ -128,24 +128,11 @@ def draw_loss(res: dict, arr: dict, n_curves: int = 4) -> Figure:
     notes = []
     for i, colour in zip(picks, colours):
         label = f"α = {alphas[i]:.3g}"
-        left.plot(
-            ts[late],
-            arr["loss"][i][late],
-            "-",
-            color=colour,
-            lw=2.6,
-            alpha=0.75,
-            label=f"R(αh(w_α(t))), {label}",
-        )
+        left.plot(ts[late], arr["loss"][i][late], "-", color=colour, lw=2.6, alpha=0.75)
+        left.lines[-1].set_label(f"R(αh(w_α(t))), {label}")
         if not same:
-            left.plot(
-                ts[late],
-                arr["loss_linearized"][i][late],
-                "--",
-                color=colour,
-                lw=1.0,
-                label=f"R̄, linearised flow, {label}",
-            )
+            left.plot(ts[late], arr["loss_linearized"][i][late], "--", color=colour, lw=1.0)
+            left.lines[-1].set_label(f"R̄, linearised flow, {label}")
         run = runs.get(float(alphas[i]), {})
         note = _theorem_2_4_note(res, run)
         if note is None:

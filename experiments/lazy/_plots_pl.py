@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 import flows
 
 from .. import _plotting as P
-from ._plot_parts import finished, slope_label, subtitle
+from ._plot_parts import finish_panel, finished, slope_label, subtitle
 
 LAMBDA_MIN = "λ_min(Σ), Σ = Dh(w0)Dh(w0)ᵀ:\nμ ≥ λ_min(Σ(w(t))) (Liu, Zhu & Belkin 2022)"
 SUP_GAP = "sup_t |μ(t) − μ̄(t)| / λ_min"
@@ -63,12 +63,12 @@ def _draw_gaps(ax, res, arr):
         P.fit_line(
             ax, a_inf[keep], inf_gap[keep], fitted, label=slope_label(fitted), color="C1", ls="--"
         )
-    P.log_axis(ax)
-    ax.set_xlabel(P.ALPHA_LABEL)
-    ax.set_ylabel("distance of μ to the linearised flow's μ̄\n(relative to λ_min)")
-    ax.set_title("What changes with α", fontsize=9)
-    ax.grid(True, which="major", alpha=0.3)
-    P.legend_outside(ax, where="below")
+    finish_panel(
+        ax,
+        P.ALPHA_LABEL,
+        "distance of μ to the linearised flow's μ̄\n(relative to λ_min)",
+        "What changes with α",
+    )
     return True
 
 
@@ -101,12 +101,12 @@ def _draw_curves(ax, res, arr):
     P.bound_line(
         ax, late[[0, -1]], [res["theory"]["lambda_min"]] * 2, label=LAMBDA_MIN, color="C3", ls="-."
     )
-    P.log_axis(ax)
-    ax.set_xlabel(P.TIME_LABEL)
-    ax.set_ylabel("μ(t) = ‖∇F_α‖² / (2 F_α)  (1 / flow time)")
-    ax.set_title("μ(t) itself: no power of α, the curves overlap", fontsize=9)
-    ax.grid(True, which="major", alpha=0.3)
-    P.legend_outside(ax, where="below")
+    finish_panel(
+        ax,
+        P.TIME_LABEL,
+        "μ(t) = ‖∇F_α‖² / (2 F_α)  (1 / flow time)",
+        "μ(t) itself: no power of α, the curves overlap",
+    )
 
 
 def draw_pl(res: dict, arr: dict) -> Figure | None:
