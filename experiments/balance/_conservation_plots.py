@@ -72,45 +72,53 @@ def conservation_figure(folder: str, conservation: dict, ylabel: str) -> Figure:
     return fig
 
 
+#: Line style per activation: ReLU and leaky ReLU give nearly the same flow, so ReLU is drawn
+#: wide and pale and leaky ReLU dashed on top of it, each visible through the other.
+STYLES = {
+    "relu": {"lw": 4.0, "alpha": 0.45, "ls": "-"},
+    "leaky_relu": {"lw": 1.4, "ls": "--"},
+    "abs": {"lw": 1.6, "ls": "-"},
+}
+
+
 def homogeneous_figure(folder: str, homogeneous: dict) -> Figure:
     """Per-neuron invariant drift and loss along the Filippov flows, with the times where the
-    Tsit5 baseline stopped."""
-    fig = P.new_figure(11, 5.0)
+    Tsit5 baseline stopped; one legend for both panels. The drift panel reaches down to the
+    round-off floor 10ε, so that the drift is seen against it."""
+    fig = P.new_figure(11, 5.4)
     ax1, ax2 = fig.subplots(1, 2)
     ts_all, rtol = None, None
     for j, (name, runs) in enumerate(homogeneous["runs"].items()):
-        colour = f"C{j}"
+        style = {"color": f"C{j}"} | STYLES.get(name, {"lw": 1.6})
         exact = runs.get("filippov", {})
         if exact.get("status") == "finished":
             data = _load(folder, exact["file"])
             ts_all, rtol = data["ts"], exact["rtol"]
             ax1.plot(
                 *_positive(data["ts"], data["drift_relative"]),
-                color=colour,
-                lw=1.8,
                 label=f"{name}, Filippov: {exact['num_steps']} steps, {exact['events']} events",
+                **style,
             )
-            ax2.plot(*_positive(data["ts"], data["loss"]), color=colour, lw=1.8, label=name)
+            ax2.plot(*_positive(data["ts"], data["loss"]), **style)
         base = runs.get("tsit5", {})
         if base.get("status") == "max_steps reached" and base.get("t_reached"):
+            label = (
+                f"{name}, Tsit5 alone stops at t = {base['t_reached']:.3g} "
+                f"({base['num_steps']} steps: chatter)"
+            )
             for ax in (ax1, ax2):
-                ax.axvline(
-                    base["t_reached"],
-                    color=colour,
-                    ls=":",
-                    lw=1.0,
-                    label=f"{name}, Tsit5 alone stops at t = {base['t_reached']:.3g} "
-                    f"({base['num_steps']} steps: chatter)",
-                )
+                ax.axvline(base["t_reached"], color=style["color"], ls=":", lw=1.2, label=label)
+                label = None  # one legend entry
     if ts_all is not None:
         P.bound_line(ax1, [ts_all[1], ts_all[-1]], [rtol, rtol], label=f"rtol = {rtol:g}")
         P.log_axis(ax1)
+        low, high = ax1.get_ylim()
+        ax1.set_ylim(min(low, 10 * P.EPS / 3), high)  # the floor in view
         P.roundoff_floor(ax1, ts_all[ts_all > 0], 10 * P.EPS, label="round-off floor, 10ε")
         P.log_axis(ax2)
     _axes(ax1, "Per-neuron invariant I_j = ‖b_j‖² − a_j² (Du, Hu & Lee 2018)", RELATIVE_NEURON)
     _axes(ax2, "Loss along the exact flow", "mean squared loss (loss units)")
-    for ax in (ax1, ax2):
-        P.legend_outside(ax, where="below")
+    P.figure_legend(fig, *ax1.get_legend_handles_labels(), ncol=2)
     fig.suptitle(
         f"Two-layer nets (width {homogeneous['width']}) on 10 digits: exact flows to "
         "their horizon, Tsit5 alone chatters at the kinks",

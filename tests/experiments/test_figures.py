@@ -323,3 +323,25 @@ def test_lazy_flow_portrait_notes_stay_off_the_paths():
     assert P.figure_problems(fig) == []
     assert all(not ax.texts for ax in fig.axes)
     assert "max_t ‖w − w̄‖" in fig.axes[0].get_title()
+
+
+def test_homogeneous_figure_shows_relu_under_leaky_relu_and_the_floor_in_view(tmp_path):
+    from experiments.balance import _conservation_plots as C
+
+    ts = np.concatenate([[0.0], np.logspace(-3, 4, 40)])
+    runs = {}
+    for name in ("relu", "leaky_relu"):  # nearly the same flow, as measured
+        np.savez(tmp_path / f"{name}.npz", ts=ts, drift_relative=3e-9 + 0 * ts, loss=np.exp(-ts))
+        runs[name] = {
+            "filippov": {"status": "finished", "file": f"{name}.npz", "rtol": 1e-8}
+            | {"num_steps": 12461, "events": 35},
+            "tsit5": {"status": "max_steps reached", "t_reached": 21.2, "num_steps": 20541},
+        }
+    fig = C.homogeneous_figure(str(tmp_path), {"width": 8, "runs": runs})
+    assert P.figure_problems(fig) == []
+    drift_ax = fig.axes[0]
+    relu, leaky = [line for line in drift_ax.get_lines() if "Filippov" in line.get_label()]
+    assert relu.get_linewidth() > 2 * leaky.get_linewidth() and leaky.get_linestyle() == "--"
+    assert drift_ax.get_ylim()[0] <= 10 * P.EPS  # the shaded floor is on the axis
+    labels = fig.legends[0].get_texts()
+    assert sum("Tsit5 alone stops" in t.get_text() for t in labels) == 2  # once per activation
