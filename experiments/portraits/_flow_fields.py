@@ -120,16 +120,16 @@ def draw_flows(data: dict) -> Figure:
             for i in range(paths.shape[1]):
                 _paths(ax, paths[k, i], cols, styles[i])
             _mark(ax, np.asarray(data["w0"][k]) if "w0" in data else None, starts, cols)
-            title = f"−∇{labels[j]}"
-            if str(data["column_titles"][k]):
-                title += "\n" + str(data["column_titles"][k])
-            ax.set_title(title, fontsize=10)
+            if k == 0:  # the row's objective, once, beside the row
+                ax.set_ylabel(f"−∇{labels[j]}\n{ax.get_ylabel()}")
+            if j == 0 and str(data["column_titles"][k]):
+                ax.set_title(str(data["column_titles"][k]), fontsize=10)
         if "weight_gap" in data:
-            # in the title, not in a box over the panel: the paths reach every corner
-            axes[0, k].set_title(
-                axes[0, k].get_title() + f"\nfrom w0: length {data['path_length'][k, 0, 0]:.2g}, "
-                f"chord/length {data['straightness'][k, 0, 0]:.3f}; "
-                f"max_t ‖w − w̄‖ = {data['weight_gap'][k, 0]:.2g}",
+            # below the column, one line: the paths reach every corner, so not over a panel
+            axes[-1, k].set_title(
+                f"from w0: length {data['path_length'][k, 0, 0]:.2g}, chord/length "
+                f"{data['straightness'][k, 0, 0]:.3f}, "
+                f"max_t ‖w − w̄‖ {data['weight_gap'][k, 0]:.2g}",
                 fontsize=9,
             )
     bar = fig.colorbar(cs, ax=axes, label=str(data["value_label"]), shrink=0.8)

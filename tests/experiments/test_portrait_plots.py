@@ -172,3 +172,14 @@ def test_flows_keep_balancedness_and_gradient_descent_leaves_it(tmp_path):
 def test_bad_arguments_raise_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_lazy_flow_panels_have_one_line_titles_and_their_row_named_once(lazy):
+    portrait, _ = lazy
+    panels = [ax for ax in portrait.figure.axes if ax.get_xlabel()]  # the colour bar has none
+    assert len(panels) == 4  # two α × (network, linearised)
+    assert all("\n" not in ax.get_title() for ax in panels)
+    rows = [ax.get_ylabel().split("\n")[0] for ax in panels if "\n" in ax.get_ylabel()]
+    assert rows == ["−∇F_α (network)", "−∇F̄_α (linearised at w0)"]
+    stats = [ax.get_title() for ax in panels if ax.get_title().startswith("from w0")]
+    assert len(stats) == 2  # one per α, under its column's top panel
