@@ -7,6 +7,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+import flows
+
 from .. import _plotting as P
 from ._design import key
 from ._report import REFERENCE, settle_depth
@@ -25,17 +27,21 @@ def _error_figure(arrays, config) -> Figure:
     for r, data in enumerate(datasets):
         for c, act in enumerate(acts):
             ax = axes[r, c]
-            means = []
+            means, fits, slopes = [], [], []
             for scheme in schemes:
                 err = arrays[key("errors", data, act, scheme)]
                 color = COLORS.get(scheme, "k")
                 ax.plot(np.repeat(widths, err.shape[1]), err.ravel(), ".", color=color,
                         alpha=0.25, markersize=3, label=f"{LABELS[scheme]}, each seed")  # fmt: skip
-                ax.plot(widths, err.mean(axis=1), "o-", color=color,
+                ax.plot(widths, err.mean(axis=1), "o", color=color,
                         label=f"{LABELS[scheme]}, mean over seeds")  # fmt: skip
+                slope = flows.lazy.loglog_slope(widths, err.mean(axis=1))
+                fits.append(P.fit_line(ax, widths, err.mean(axis=1), slope, color=color,
+                                       label=f"{LABELS[scheme]}, fitted power law"))  # fmt: skip
+                slopes.append(f"{slope:+.2f} ({LABELS[scheme]})")
                 means.append(err.mean(axis=1))
             # the claim's slope, offset a decade above every mean: compared by slope, not fitted
-            P.reference_slope(ax, widths, means, -0.5, side="above",
+            P.reference_slope(ax, widths, means, -0.5, side="above", fits=tuple(fits),
                               label=f"slope −1/2: {REFERENCE} (not fitted)")  # fmt: skip
             P.log_axis(ax, "y")
             ax.set_xscale("log")
@@ -44,9 +50,15 @@ def _error_figure(arrays, config) -> Figure:
             ax.set_xlabel("base width m (dimensionless)")
             ax.set_ylabel("‖K_m − K∞‖₂ / ‖K∞‖₂ (relative)")
             a, b = config["activations"][act]
-            ax.set_title(f"{data}, {act} (a={a:g}, b={b:g}), depth {config['depth']}")
+            ax.set_title(f"{data}, {act} (a={a:g}, b={b:g})\nfitted: {', '.join(slopes)}",
+                         fontsize=10)  # fmt: skip
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    P.figure_legend(fig, handles, labels, ncol=len(labels))
+    P.figure_legend(fig, handles, labels, ncol=4)
+    fig.suptitle(
+        f"Empirical NTK against its infinite-width limit, depth {config['depth']}: the error "
+        f"falls like m^(−1/2) in the base width ({REFERENCE}); fitted slopes in each title",
+        fontsize=11,
+    )
     return fig
 
 
@@ -66,7 +78,9 @@ def _condition_figure(arrays, config) -> Figure:
                 i = int(np.flatnonzero(depths == settled)[0])
                 ax.plot(settled, cond[i], "s", color=line.get_color(), markersize=9,
                         markerfacecolor="none", gid=SETTLE)  # fmt: skip
-        ax.plot([], [], "ks", markerfacecolor="none", label="settles (within 10% of depth max)")
+        ax.plot([], [], "ks", markerfacecolor="none",
+                label=f"settles: cond(K∞) stays within 10% of its value at depth {depths[-1]} "
+                "from this depth on")  # fmt: skip
         ax.set_xscale("log")
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.set_xlabel("depth L (hidden layers)")

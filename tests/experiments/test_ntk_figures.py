@@ -82,3 +82,24 @@ def test_settle_depth_is_marked_where_the_rule_puts_it(tmp_path):
     )
     assert marks == expected and all(m in DEPTHS for m in marks)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
+
+
+def test_each_panel_draws_and_names_the_fitted_slope_of_both_schemes(tmp_path):
+    arrays, config = _folder(tmp_path)
+    fig = ntk_plots._error_figure(arrays, config)
+    for ax, (data, act) in zip(fig.axes, [(d, a) for d in config["datasets"] for a in ACTIVATIONS]):
+        fits = [line for line in ax.get_lines() if line.get_gid() == P.FIT]
+        assert len(fits) == 2
+        for line, scheme in zip(fits, config["schemes"]):
+            mean = arrays[key("errors", data, act, scheme)].mean(axis=1)
+            expected = np.polyfit(np.log(WIDTHS), np.log(mean), 1)[0]
+            drawn = np.polyfit(*np.log(line.get_data()), 1)[0]
+            assert abs(drawn - expected) < 1e-9  # the line is that power law (measured ~1e-15)
+            assert f"{expected:+.2f} ({ntk_plots.LABELS[scheme]})" in ax.get_title()
+
+
+def test_settle_marker_says_from_which_depth_and_relative_to_which_depth(tmp_path):
+    arrays, config = _folder(tmp_path)
+    fig = ntk_plots._condition_figure(arrays, config)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert f"within 10% of its value at depth {DEPTHS[-1]} from this depth on" in labels[-1]
