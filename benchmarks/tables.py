@@ -45,34 +45,40 @@ def _params(p) -> str:
     return "—" if p is None else f"{p:.0e}".replace("e+0", "e")
 
 
-def _met(row) -> str:
+def _goal(row) -> str:
     if row.get("goal") is None:
         return "—"
-    return {True: "yes", False: "**no**", None: "—"}[row.get("goal_met")]
+    met = {True: " (yes)", False: " (**no**)", None: ""}[row.get("goal_met")]
+    return f"{row['goal']}{met}"
 
 
 def benchmark_rows() -> str:
-    """Every row of `benchmarks/results.json`: case, size, value, goal, both sides, date."""
+    """Every row of `benchmarks/results.json`, one table per case (its title a heading, its
+    commands under it): size, value, goal, both sides, note, date."""
     data = _read("results.json")
-    rows = sorted(data["rows"], key=lambda r: (int(r["title"].split(".")[0]), r["params"] or 0))
-    body = [
-        (
-            r["title"],
-            _params(r["params"]),
-            r["label"],
-            _value(r["value"], r["unit"]),
-            r.get("goal"),
-            _met(r),
-            r.get("ours"),
-            r.get("theirs"),
-            r.get("note"),
-            r["measured_at"][:10] + (" (quick)" if r.get("quick") else ""),
-            f"`{r['command']}`",
-        )
-        for r in rows
-    ]
-    header = ("case", "p", "measured", "value", "goal", "met", "gradflows", "other side")
-    return _table(header + ("note", "measured on", "command"), body)
+    cases = {}
+    for r in sorted(data["rows"], key=lambda r: (int(r["title"].split(".")[0]), r["params"] or 0)):
+        cases.setdefault(r["title"], []).append(r)
+    header = ("p", "measured", "value", "goal (met)", "gradflows", "other side", "note", "on")
+    parts = []
+    for title, rows in cases.items():
+        commands = list(dict.fromkeys(r["command"] for r in rows))
+        body = [
+            (
+                _params(r["params"]),
+                r["label"],
+                _value(r["value"], r["unit"]),
+                _goal(r),
+                r.get("ours"),
+                r.get("theirs"),
+                r.get("note"),
+                r["measured_at"][:10] + (" (quick)" if r.get("quick") else ""),
+            )
+            for r in rows
+        ]
+        runs = "; ".join(f"`{c}`" for c in commands)
+        parts.append(f"### {title}\n\n{runs}\n\n{_table(header, body)}")
+    return "\n\n".join(parts)
 
 
 def benchmark_run() -> str:
