@@ -74,6 +74,7 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "UndefinedObservableWarning",
     "gradient_flow",
     "gradient_descent",
+    "ZeroGradientWarning",
     "ExponentialLoss",
     "LogisticLoss",
     "SquaredLoss",
