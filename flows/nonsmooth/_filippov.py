@@ -2,9 +2,10 @@
 
 The flow is a loop of diffrax solves, one per piece (a fixed side or sliding state for every
 pre-activation); each solve ends at the first event (a crossing of a kink surface, or a
-sliding slope reaching an end of its interval), located by bisection on the solver's dense
-output. Between events the field is smooth (polynomial in the weights, rational where
-sliding), so the adaptive solver takes the steps the smooth flow needs.
+sliding slope reaching an end of its interval), located on the solver's dense output by
+regula falsi (`_event_root.AndersonBjorck`). Between events the field is smooth
+(polynomial in the weights, rational where sliding), so the adaptive solver takes the steps
+the smooth flow needs.
 """
 
 import dataclasses
@@ -16,7 +17,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 from tqdm.auto import tqdm
 
 from .._checkpoint import Fingerprint, atomic_savez, digest, leaf_paths, settings_text, summary
@@ -27,6 +27,7 @@ from .._losses import SquaredLoss, get_loss
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solve import save_state, solve_span
 from .._solver._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
+from ._event_root import AndersonBjorck
 from ._kinks import two_layer_form
 from ._pieces import Counts, Pieces, check_chatter, rhs
 from ._sliding import PieceField
@@ -35,16 +36,12 @@ _SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
 _CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
 
 
-class _IntervalBisection(optx.Bisection):
-    """Bisection that stops on the width of the bracket alone: the event function's value at
-    the root is as small as its slope allows, which no fixed `atol` on it can express."""
-
-    def terminate(self, fn, y, args, options, state, tags):
-        small = jnp.abs(state.lower - state.upper) < self.atol + self.rtol * jnp.abs(y)
-        return small, optx.RESULTS.successful
-
-
-_ROOT = _IntervalBisection(rtol=1e-15, atol=1e-15, flip=True)
+_ROOT = AndersonBjorck(rtol=1e-15, atol=1e-15)
+# A piece saves at the next _SAVE_WINDOW pending save times (None: at all of them), and is
+# solved again with all of them when it reaches past the window: the save buffer of all 120
+# save times of a lazy run costs ~16 ms of CPU per solve, more than a step of the default net.
+_SAVE_WINDOW = 8
+_WINDOW_STEPS = 64  # a piece in window mode stops after this many steps and is solved again
 
 
 def _initial_step(field, y, mode, t1):
@@ -73,8 +70,8 @@ def filippov_flow(
 
     Off the kink surfaces z_ij = b_j·x̃_i = 0 (x̃_i = (x_i, 1) with hidden biases) the flow is
     smooth and is integrated by an explicit Runge–Kutta method (Tsit5 by default) with
-    diffrax's PID controller. Each solve ends at the first **event**, located by bisection
-    on the solver's dense output (to 1e-15 relative in t):
+    diffrax's PID controller. Each solve ends at the first **event**, located on the
+    solver's dense output by Anderson–Björck regula falsi (bracket < 1e-15·(1 + t)):
     - **crossing**: a pre-activation reaches its kink. If both one-sided fields push into the
       surface (ż_ij < 0 with slope σ'₊, ż_ij > 0 with σ'₋) it starts **sliding**; otherwise it
       crosses to the side its field points to.
@@ -118,8 +115,10 @@ def filippov_flow(
 
     **Returns:** a `Trajectory` (as `gradient_flow`). `stats` has `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`, `events`, `crossings`, `sliding_entries`,
-    `sliding_exits`, `pieces` (diffrax solves), `grad_evals` (vector-field evaluations of the
-    steps, 6 per Tsit5 step + 1 per piece; event location and decisions not counted),
+    `sliding_exits`, `pieces` (diffrax solves), `pieces_solved_again` (solves repeated to
+    save at more times than the next 8, not counted in the steps), `grad_evals`
+    (vector-field evaluations of the steps, 6 per Tsit5 step + 1 per piece; event location
+    and decisions not counted),
     `sliding_at_ts` (list, number of sliding pre-activations at each save time), `wall_s`.
 
     **Raises:**
@@ -181,32 +180,37 @@ def filippov_flow(
         dt0 = _initial_step(field, y, pieces.mode(), t1)
     start, last_write = time.perf_counter(), time.perf_counter()
     dtmin = jnp.asarray(1e-14 * max(1.0, t1))
+    short, again = False, 0  # the last piece took few steps; pieces solved again
     bar = tqdm(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
     try:
         while done < len(ts):
             pending = ts[done:]
-            chunk = np.concatenate([pending, np.full(len(ts) - len(pending), t1)])
-            span = solve_span(
-                field,
-                save_state,
-                y,
-                jnp.asarray(t),
-                jnp.asarray(t1),
-                jnp.asarray(chunk),
-                None,
-                solver,
-                jnp.asarray(rtol),
-                jnp.asarray(atol),
-                dtmin,
-                int(max_steps),
-                dt0=jnp.asarray(dt0),
-                args=pieces.mode(slack=pieces.slack),
-                event=dfx.Event(field.event, root_finder=_ROOT, direction=False),
-            )
+            mode = pieces.mode(slack=pieces.slack)
+            common = (field, save_state, y, jnp.asarray(t), jnp.asarray(t1))
+            event = dfx.Event(field.event, root_finder=_ROOT, direction=False)
+
+            def piece(chunk, steps, common=common, dt0=dt0, mode=mode, event=event):
+                return solve_span(
+                    *common, jnp.asarray(chunk), None, solver, jnp.asarray(rtol),
+                    jnp.asarray(atol), dtmin, steps, dt0=jnp.asarray(dt0), args=mode, event=event,
+                )  # fmt: skip
+
+            span = None
+            if _SAVE_WINDOW is not None and short:
+                w = _SAVE_WINDOW
+                span = piece(_padded(pending[:w], w, t1), min(_WINDOW_STEPS, int(max_steps)))
+                beyond = len(pending) > w and (
+                    not bool(span.event) or float(span.t_end[0]) >= pending[w]
+                )
+                if bool(span.max_steps_hit) or beyond:  # the same solve, saving at all ts
+                    span, again = None, again + 1
+            if span is None:
+                span = piece(_padded(pending, len(ts), t1), int(max_steps))
             t_end, y_end, st = span.t_end[0], span.y_end[0], span.stats
             c = pieces.counts
             c.pieces += 1
             c.num_steps += int(st["num_steps"])
+            short = int(st["num_steps"]) <= _WINDOW_STEPS
             c.num_accepted_steps += int(st["num_accepted_steps"])
             c.num_rejected_steps += int(st["num_rejected_steps"])
             n_new = min(int(np.sum(np.isfinite(np.asarray(span.save_ts)))), len(pending))
@@ -252,11 +256,19 @@ def filippov_flow(
     finally:
         bar.close()
     wall = time.perf_counter() - start
-    return _trajectory(
+    traj = _trajectory(
         model, form, field, ts, saved, sliding_at, pieces, observables, save_params, wall,
         {**settings.to_dict(), "solver": name, "t1": t1, "alpha": alpha, "method": "Filippov",
-         "event_location": "bisection on the dense output, bracket < 1e-15·(1 + t)"},
+         "event_location": "Anderson–Björck regula falsi on the dense output, bracket < "
+         "1e-15·(1 + t)"},
     )  # fmt: skip
+    traj.stats["pieces_solved_again"] = again
+    return traj
+
+
+def _padded(times, length, t1):
+    """`times` padded with `t1` to `length`: one compilation per length."""
+    return np.concatenate([times, np.full(length - len(times), t1)])
 
 
 def _check_data(data, d):
