@@ -25,6 +25,7 @@ CASES = (
     "exprb",
     "latency",
     "kvaerno",
+    "relu",
 )
 TITLES = {
     "overhead": "1. solver overhead",
@@ -40,6 +41,7 @@ TITLES = {
     "exprb": "11. exprb32 ÷ Tsit5 at t = 100",
     "latency": "12. first call, compilation reuse",
     "kvaerno": "13. Kvaerno5 steps on a small net",
+    "relu": "14. gradflows run lazy --activation relu",
 }
 
 

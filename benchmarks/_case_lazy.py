@@ -1,6 +1,8 @@
-"""Case 7: `gradflows run lazy` end to end, in a subprocess."""
+"""Case 7: `gradflows run lazy` end to end, in a subprocess; case 14: the same with
+`--activation relu` (the Filippov solve, kink events per α)."""
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -17,29 +19,59 @@ def _peak_rss_mb(stderr: str):
     return int(m.group(1)) / 1024 if m else None
 
 
-def case_lazy(cfg, params=None):
-    """Wall time and peak memory of the whole default `gradflows run lazy`, in a subprocess."""
-    if importlib.util.find_spec("experiments.lazy") is None:
-        return [_skip(cfg, "lazy", None, "experiments.lazy is not on this branch yet")]
-    if cfg.quick:
-        return [_skip(cfg, "lazy", None, "not in --quick (runs the whole default experiment)")]
+def _cpu_s(stderr: str):
+    """User + system CPU seconds from GNU time's -v report, or None."""
+    parts = [re.search(rf"{k} time \(seconds\): ([\d.]+)", stderr) for k in ("User", "System")]
+    return sum(float(m.group(1)) for m in parts) if all(parts) else None
+
+
+def _run_lazy(extra: list):
+    """Run `gradflows run lazy *extra` in a fresh folder: (process, wall s, peak RSS MB,
+    CPU s or None, the run's results.json or None, the command)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "experiments", "run", "lazy"]
+    cmd = [sys.executable, "-m", "experiments", "run", "lazy", *extra]
     gnu_time = shutil.which("time")
     with tempfile.TemporaryDirectory() as work:
-        full = [gnu_time, "-v", *cmd] if gnu_time else cmd
+        out = ["--out", os.path.join(work, "run")] if extra else []
+        full = [gnu_time, "-v", *cmd, *out] if gnu_time else [*cmd, *out]
         start = time.perf_counter()
         proc = subprocess.run(full, cwd=work, env=env, capture_output=True, text=True)
         seconds = time.perf_counter() - start
+        results = None
+        if out and os.path.exists(os.path.join(out[1], "results.json")):
+            with open(os.path.join(out[1], "results.json")) as f:
+                results = json.load(f)
     peak = _peak_rss_mb(proc.stderr) if gnu_time else None
     if peak is None:
         import resource
 
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    cpu = _cpu_s(proc.stderr) if gnu_time else None
+    return proc, seconds, peak, cpu, results, cmd
+
+
+def _unavailable(cfg, case):
+    if importlib.util.find_spec("experiments.lazy") is None:
+        return [_skip(cfg, case, None, "experiments.lazy is not on this branch yet")]
+    if cfg.quick:
+        return [_skip(cfg, case, None, "not in --quick (runs the whole default experiment)")]
+    return None
+
+
+def _failed(cfg, case, proc):
+    tail = proc.stderr.strip().splitlines()[-3:]
+    return [_skip(cfg, case, None, f"gradflows run lazy failed ({proc.returncode}): {tail}")]
+
+
+def case_lazy(cfg, params=None):
+    """Wall time and peak memory of the whole default `gradflows run lazy`, in a subprocess."""
+    skipped = _unavailable(cfg, "lazy")
+    if skipped:
+        return skipped
+    proc, seconds, peak, _, _, cmd = _run_lazy([])
     if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        return [_skip(cfg, "lazy", None, f"gradflows run lazy failed ({proc.returncode}): {tail}")]
+        return _failed(cfg, "lazy", proc)
     return [
         _row(
             cfg,
@@ -56,4 +88,46 @@ def case_lazy(cfg, params=None):
     ]
 
 
-# -- 8. α sweep --------------------------------------------------------------------------------
+def case_relu(cfg, params=None):
+    """Wall and CPU time of the default `gradflows run lazy --activation relu`, with each α's
+    kink events, steps, wall and CPU seconds (issue #22 item 2: goal <= 3 min)."""
+    skipped = _unavailable(cfg, "relu")
+    if skipped:
+        return skipped
+    proc, seconds, peak, cpu, results, cmd = _run_lazy(["--activation", "relu", "--no-progress"])
+    if proc.returncode != 0 or results is None:
+        return _failed(cfg, "relu", proc)
+    keys = ("alpha", "events", "crossings", "sliding_entries", "sliding_exits", "steps")
+    per_alpha = [
+        {
+            **{k: r.get(k) for k in keys},
+            "wall_s": r.get("wall_s"),
+            "cpu_s": (r.get("task") or {}).get("cpu_s"),
+        }
+        for r in results["runs"]
+    ]
+    events = sum(r["events"] or 0 for r in per_alpha)
+    fits = {k: v for k, v in results["fits"].items() if k.endswith("slope")}
+    return [
+        _row(
+            cfg,
+            "relu",
+            None,
+            "default `gradflows run lazy --activation relu`: wall time",
+            seconds,
+            "s",
+            goal=("<=", 180.0),
+            ours=f"{seconds:.0f} s wall, {cpu or float('nan'):.0f} s CPU, {events} events",
+            details={
+                "seconds": seconds,
+                "cpu_s": cpu,
+                "peak_rss_mb": peak,
+                "events": events,
+                "per_alpha": per_alpha,
+                "fits": fits,
+                "command": " ".join(cmd),
+            },
+            note=f"{events} kink events over {len(per_alpha)} α; peak RSS {peak:.0f} MB",
+            command="gradflows run lazy --activation relu  (timed by " + cfg.command("relu") + ")",
+        )
+    ]

@@ -13,7 +13,7 @@ from ._case_gd import case_gd
 from ._case_horizon import case_horizon
 from ._case_kvaerno import case_kvaerno
 from ._case_latency import case_latency
-from ._case_lazy import case_lazy
+from ._case_lazy import case_lazy, case_relu
 from ._case_linear import case_linear
 from ._case_overhead import case_overhead
 from ._case_scipy import case_scipy
@@ -36,4 +36,5 @@ RUNNERS = {
     "exprb": case_exprb,
     "latency": case_latency,
     "kvaerno": case_kvaerno,
+    "relu": case_relu,
 }

@@ -25,6 +25,7 @@ class _BracketState(eqx.Module):
     sign: Float[Array, ""]  # +1 if fn(lower) >= 0 at the start, else -1
     kept: Float[Array, ""]  # +1: the last step kept `lower`; -1: kept `upper`; 0: none yet
     done: Bool[Array, ""]  # an evaluation was exactly 0, or there was no sign change
+    widths: Float[Array, " 3"]  # the bracket's width before each of the last three steps
 
 
 class AndersonBjorck(optx.AbstractRootFinder):
@@ -35,8 +36,11 @@ class AndersonBjorck(optx.AbstractRootFinder):
     Each step takes the secant point of the bracket (the midpoint where that point falls
     outside it by round-off) and keeps the half that changes sign; when the same end is kept
     twice in a row its function value is scaled by m = 1 − f(c)/f(replaced end) (½ when
-    m <= 0, the Illinois rule), so both ends converge. Two evaluations in `init` (the ends)
-    and one per step. Returns the midpoint of the final bracket.
+    m <= 0, the Illinois rule), so both ends converge. Where three steps in a row have not
+    halved the bracket (the event function is not smooth there: the smallest entry changes,
+    or a sliding slope jumps), the step bisects, so it never takes more than about three
+    times bisection's steps. Two evaluations in `init` (the ends) and one per step. Returns
+    the midpoint of the final bracket.
 
     **Reference:** Anderson & Björck 1973, "A new high order method of regula falsi type for
     computing a root of an equation", BIT 13, 253–264.
@@ -58,14 +62,20 @@ class AndersonBjorck(optx.AbstractRootFinder):
         at_lower = f_lo == 0
         upper = jnp.where(at_lower, lower, upper)
         lower = jnp.where(f_up >= 0, upper, lower)
-        return _BracketState(lower, upper, f_lo, f_up, sign, zero, at_lower | (f_up >= 0))
+        widths = jnp.full(3, jnp.inf, f_struct.dtype)
+        done = at_lower | (f_up >= 0)
+        return _BracketState(lower, upper, f_lo, f_up, sign, zero, done, widths)
 
     @staticmethod
     def _candidate(state):
         lo, up, f_lo, f_up = state.lower, state.upper, state.f_lower, state.f_upper
         secant = up - f_up * (up - lo) / (f_up - f_lo)
         inside = (secant > jnp.minimum(lo, up)) & (secant < jnp.maximum(lo, up))
-        return jnp.where(inside & jnp.isfinite(secant), secant, lo + 0.5 * (up - lo))
+        # safeguard: where three steps did not halve the bracket (the function is not smooth
+        # there, e.g. where the smallest entry changes), bisect
+        slow = jnp.abs(up - lo) > 0.5 * state.widths[0]
+        secant_ok = inside & jnp.isfinite(secant) & ~slow
+        return jnp.where(secant_ok, secant, lo + 0.5 * (up - lo))
 
     def step(self, fn, y, args, options, state, tags):
         c = self._candidate(state)
@@ -89,7 +99,9 @@ class AndersonBjorck(optx.AbstractRootFinder):
         lower = jnp.where(frozen, state.lower, lower)
         upper = jnp.where(frozen, state.upper, upper)
         kept = jnp.where(keep_lower, 1.0, -1.0).astype(state.kept.dtype)
-        new = _BracketState(lower, upper, f_lower, f_upper, state.sign, kept, exact | frozen)
+        widths = jnp.concatenate([state.widths[1:], jnp.abs(state.upper - state.lower)[None]])
+        done = exact | frozen
+        new = _BracketState(lower, upper, f_lower, f_upper, state.sign, kept, done, widths)
         return lower + 0.5 * (upper - lower), new, aux
 
     def terminate(self, fn, y, args, options, state, tags):

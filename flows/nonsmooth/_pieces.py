@@ -14,6 +14,10 @@ from ._sliding import Mode, PieceField
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
 _SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
 _ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
+# Sliding slots are padded to a power of two, at least this many: each size is one more
+# compilation of every piece solve (~6 s of CPU), and a 32×32 sliding system costs little
+# beside a field evaluation of the default lazy net (n = 100, m = 512: ~1.2 ms)
+_MIN_SLOTS = 32
 
 
 @eqx.filter_jit
@@ -64,7 +68,7 @@ class Pieces:
 
     def mode(self, sign=None, sliding=None, slack=None, slots=None) -> Mode:
         slots = self.slots if slots is None else slots
-        cap = max(4, 1 << (len(slots) - 1).bit_length()) if slots else 4
+        cap = max(_MIN_SLOTS, 1 << (len(slots) - 1).bit_length()) if slots else _MIN_SLOTS
         idx = np.zeros((cap, 2), np.int32)
         idx[: len(slots)] = np.asarray(slots, np.int32).reshape(-1, 2)
         on = np.arange(cap) < len(slots)
@@ -120,10 +124,10 @@ class Pieces:
         """Take every decision due at this state: slopes at an end of their interval leave
         their surface, then pre-activations on a kink cross or start sliding. Each entry is
         decided once per event. Returns the (possibly snapped) state."""
-        handled = set()
+        handled, last = set(), None
         for _ in range(4 * self.n * self.m + 8):
             dist, margin = _values(self.field, y, self.mode())
-            dist, margin = np.array(dist), np.array(margin)
+            last, dist, margin = dist, np.array(dist), np.array(margin)
             exits = [k for k in range(len(self.slots)) if margin[k] <= _AT_KINK]
             if exits:
                 theta = np.asarray(_slopes(self.field, y, self.mode()))
@@ -135,16 +139,18 @@ class Pieces:
                     self.counts.sliding_exits += 1
                     self.recent.append((i, j))
                     handled.add((i, j))
+                last = None
                 continue
             dist[self.sliding] = np.inf
             for i, j in handled:
                 dist[i, j] = np.inf
             i, j = np.unravel_index(np.argmin(dist), dist.shape)
             if dist[i, j] > _AT_KINK:
-                break
+                break  # `last` holds the distances of this y and piece
             handled.add((int(i), int(j)))
             y = self._decide(y, int(i), int(j))
-        dist, _ = _values(self.field, y, self.mode())
+            last = None
+        dist = last if last is not None else _values(self.field, y, self.mode())[0]
         self.slack = np.where(self.sliding, 0.0, np.maximum(0.0, _SLACK - np.asarray(dist)))
         return y
 
