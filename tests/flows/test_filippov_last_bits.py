@@ -26,8 +26,11 @@ def _digits_pca(n=10, d=3):
 
 
 @pytest.mark.slow
+# Not strict: the chatter follows the last bits of the event times, and since events are
+# located by Anderson–Björck regula falsi (flows/nonsmooth/_event_root.py, not bisection) this
+# input finishes (XPASS, measured on the relu branch); the fault is not fixed (#24 part 4)
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,
     raises=flows.MaxStepsReached,
     reason="not fixed (#24 part 4): one ulp more in X[0, 0] makes surfaces (3, 2) and (6, 1) "
     "of two neurons enter and leave sliding 500 times within 1.5e-7 of flow time at t = 1484 "
