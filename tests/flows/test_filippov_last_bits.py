@@ -26,17 +26,11 @@ def _digits_pca(n=10, d=3):
 
 
 @pytest.mark.slow
-# Not strict: the chatter follows the last bits of the event times, and since events are
-# located by Anderson–Björck regula falsi (flows/nonsmooth/_event_root.py, not bisection) this
-# input finishes (XPASS, measured on the relu branch); the fault is not fixed (#24 part 4)
-@pytest.mark.xfail(
-    strict=False,
-    raises=flows.MaxStepsReached,
-    reason="not fixed (#24 part 4): one ulp more in X[0, 0] makes surfaces (3, 2) and (6, 1) "
-    "of two neurons enter and leave sliding 500 times within 1.5e-7 of flow time at t = 1484 "
-    "(a near-tangent sliding entry, ż₋ ≈ 1e-2·|ż₊|, that the one-surface-at-a-time rule "
-    "re-enters after each exit); a joint complementarity solve of the slopes would decide it",
-)
+# One ulp more in X[0, 0] made surfaces (3, 2) and (6, 1) of two neurons enter and leave
+# sliding 500 times within 1.5e-7 of flow time at t = 1484 while events were located by
+# bisection (MaxStepsReached); with Anderson–Björck regula falsi (flows/nonsmooth/_event_root.py)
+# this input finishes. The one-surface-at-a-time re-entry rule is unchanged, so the test keeps
+# this input as a regression check.
 def test_the_abs_flow_finishes_with_one_ulp_changed_in_the_data():
     X, y = _digits_pca()
     X[0, 0] = np.nextafter(X[0, 0], np.inf)
