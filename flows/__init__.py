@@ -3,6 +3,8 @@
 The engine lives here (`gradient_flow`, `gradient_descent`, `Trajectory`, `SolveSettings`,
 the solvers, the losses, `log_times`); each subject has a subpackage:
 
+- `flows.large_steps`: gradient descent past 2/η: sharpness, modified and central flows,
+  the catapult;
 - `flows.lazy`: the F_α / F̄_α pair, its rules, closed form and theory constants;
 - `flows.nonsmooth`: Filippov flows of two-layer nets with kinked activations;
 - `flows.ntk`: the empirical and the infinite-width neural tangent kernel;
@@ -32,6 +34,7 @@ enable_compilation_cache()
 
 # The flows: integrating dθ/dt = −∇F(θ), and gradient descent against it
 # Subjects, each a subpackage
+from . import large_steps as large_steps  # noqa: E402
 from . import lazy as lazy  # noqa: E402
 from . import nonsmooth as nonsmooth  # noqa: E402
 from . import ntk as ntk  # noqa: E402
@@ -44,6 +47,7 @@ from ._gd import gradient_descent as gradient_descent  # noqa: E402
 from ._integrate import ZeroGradientWarning as ZeroGradientWarning  # noqa: E402
 
 # Losses
+from ._losses import CrossEntropyLoss as CrossEntropyLoss  # noqa: E402
 from ._losses import ExponentialLoss as ExponentialLoss  # noqa: E402
 from ._losses import LogisticLoss as LogisticLoss  # noqa: E402
 from ._losses import SquaredLoss as SquaredLoss  # noqa: E402
@@ -64,7 +68,13 @@ from ._stats import SolveStats as SolveStats  # noqa: E402
 # Save times
 from ._times import log_times as log_times  # noqa: E402
 
+# Gradient descent at large steps (also in flows.large_steps)
+from .large_steps import central_flow as central_flow  # noqa: E402
+from .large_steps import modified_flow as modified_flow  # noqa: E402
+from .large_steps import sharpness as sharpness  # noqa: E402
+
 __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "large_steps",
     "lazy",
     "nonsmooth",
     "ntk",
@@ -78,6 +88,7 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "ExponentialLoss",
     "LogisticLoss",
     "SquaredLoss",
+    "CrossEntropyLoss",
     "get_loss",
     "SolveSettings",
     "ExpRosenbrock32",
@@ -88,4 +99,7 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "STABILITY_BOUNDARY",
     "SolveStats",
     "log_times",
+    "central_flow",
+    "modified_flow",
+    "sharpness",
 ]

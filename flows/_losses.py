@@ -73,11 +73,50 @@ class ExponentialLoss:
         return _reduce(jnp.exp(-target * pred), self.reduction)
 
 
-LOSSES = {"squared": SquaredLoss, "logistic": LogisticLoss, "exponential": ExponentialLoss}
+@dataclasses.dataclass(frozen=True)
+class CrossEntropyLoss:
+    """Softmax cross-entropy R(z) = Σ_i [logsumexp(z_i) − Σ_j t_ij z_ij] (or the mean over the
+    n rows), for logits z of shape `(n, k)`.
+
+    Targets: integer labels of shape `(n,)` in [0, k) (t_i the one-hot vector of y_i), or
+    rows t_i of shape `(n, k)` (one-hot, or probabilities summing to 1). By logsumexp, so
+    exact at any logit scale (no overflow of exp, no log of an underflowed softmax).
+
+    **Raises:** `ValueError` when the logits are not `(n, k)` or the targets' shape fits
+    neither form (checked at trace time).
+    """
+
+    reduction: str = "sum"
+
+    def __post_init__(self):
+        _check_reduction(self.reduction)
+
+    def __call__(self, pred, target):
+        if pred.ndim != 2:
+            raise ValueError(f"cross-entropy needs logits of shape (n, k), got {pred.shape}")
+        lse = jax.scipy.special.logsumexp(pred, axis=1)
+        if target.shape == pred.shape[:1]:
+            picked = jnp.take_along_axis(pred, target.astype(jnp.int32)[:, None], axis=1)[:, 0]
+            return _reduce(lse - picked, self.reduction)
+        if target.shape != pred.shape:
+            raise ValueError(
+                f"cross-entropy targets must be labels (n,) or rows (n, k) = {pred.shape}, "
+                f"got {target.shape}"
+            )
+        return _reduce(lse * target.sum(axis=1) - (target * pred).sum(axis=1), self.reduction)
+
+
+LOSSES = {
+    "squared": SquaredLoss,
+    "logistic": LogisticLoss,
+    "exponential": ExponentialLoss,
+    "cross_entropy": CrossEntropyLoss,
+}
 
 
 def get_loss(loss):
-    """A loss object from a name ("squared", "logistic", "exponential") or a loss object."""
+    """A loss object from a name ("squared", "logistic", "exponential", "cross_entropy") or a
+    loss object."""
     if isinstance(loss, str):
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {tuple(LOSSES)}, got {loss!r}")

@@ -1,5 +1,5 @@
-"""`MLP`: a fully connected network with scalar output, in the standard or NTK
-parameterisation."""
+"""`MLP`: a fully connected network with scalar (or `out_size`-vector) output, in the standard
+or NTK parameterisation."""
 
 import math
 from collections.abc import Callable
@@ -45,7 +45,8 @@ def _std(name: str, value, default: float, *, zero_ok: bool) -> float:
 
 
 class MLP(eqx.Module):
-    """Fully connected network R^d → R with hidden widths m_1, …, m_L (L = `depth`).
+    """Fully connected network R^d → R (R^k with `out_size=k`) with hidden widths
+    m_1, …, m_L (L = `depth`).
 
     With z_0 = x and x_l = φ(z_l):
 
@@ -56,13 +57,16 @@ class MLP(eqx.Module):
       parameters (Jacot, Gabriel & Hongler 2018; neural-tangents' `stax.Dense(...,
       parameterization="ntk")`);
 
-    and f(x) = z_{L+1}, m_0 = d, m_{L+1} = 1. At initialisation, `flows.ntk.ntk_gram` of an
-    `"ntk"` MLP without bias and with `activation=models.abs_family(a, b)` estimates
+    and f(x) = z_{L+1}, m_0 = d, m_{L+1} = k = `out_size`. At initialisation,
+    `flows.ntk.ntk_gram` of an `"ntk"` MLP without bias and with
+    `activation=models.abs_family(a, b)` estimates
     `flows.ntk.ntk_infinite(X, depth=L, a=a, b=b, weight_std=σ_w)`.
 
     **Arguments:**
 
     - `in_size`: input dimension d ≥ 1.
+    - `out_size`: number of outputs k ≥ 1 (default 1: a scalar output; k > 1: a vector of
+      shape (k,), e.g. logits of k classes).
     - `width`: hidden layer size ≥ 1, or a tuple (m_1, …, m_L) of sizes (e.g. m_k = k²·m).
     - `depth`: number of hidden layers L ≥ 1; may be None when `width` is a tuple.
     - `activation`: a name accepted by `models.activation` or an elementwise callable.
@@ -76,16 +80,16 @@ class MLP(eqx.Module):
 
     In the default float dtype (float64 once `models` is imported).
 
-    **Fields:** `weights`, a tuple of arrays of shapes (m_1, d), (m_2, m_1), …, (1, m_L);
-    `biases`, a tuple of shapes (m_1,), …, (1,), or `None` when `bias=False`;
+    **Fields:** `weights`, a tuple of arrays of shapes (m_1, d), (m_2, m_1), …, (k, m_L);
+    `biases`, a tuple of shapes (m_1,), …, (k,), or `None` when `bias=False`;
     `weight_scales`, `bias_scales`: the factors applied in the forward pass (1 in
     "standard"; σ_w/√m_{l−1} and σ_b in "ntk").
 
     **Raises:**
 
-    `ValueError` if `in_size`, `width` or `depth` is not an integer ≥ 1, `depth` and a tuple
-    `width` disagree, `activation` or `parameterization` is unknown, or a standard deviation
-    is negative or not finite (`weight_std` must be > 0).
+    `ValueError` if `in_size`, `out_size`, `width` or `depth` is not an integer ≥ 1, `depth`
+    and a tuple `width` disagree, `activation` or `parameterization` is unknown, or a
+    standard deviation is negative or not finite (`weight_std` must be > 0).
     """
 
     weights: tuple[Float[Array, "out in"], ...]
@@ -106,9 +110,11 @@ class MLP(eqx.Module):
         parameterization: str = "standard",
         weight_std: float | None = None,
         bias_std: float | None = None,
+        out_size: int = 1,
         key: PRNGKeyArray,
     ):
         in_size = _checks.positive_int("in_size", in_size)
+        out_size = _checks.positive_int("out_size", out_size)
         widths = _widths(width, depth)
         self.activation = _resolve_activation(activation)
         if parameterization not in PARAMETERIZATIONS:
@@ -118,7 +124,7 @@ class MLP(eqx.Module):
         self.parameterization = parameterization
         w_std = _std("weight_std", weight_std, 1.0, zero_ok=False)
         ntk = parameterization == "ntk"
-        sizes = [in_size, *widths, 1]
+        sizes = [in_size, *widths, out_size]
         weights, biases, w_scales, b_scales = [], [], [], []
         for fan_in, fan_out, layer_key in zip(
             sizes[:-1], sizes[1:], jax.random.split(key, len(sizes) - 1), strict=True
@@ -153,7 +159,8 @@ class MLP(eqx.Module):
         pre-activations z_1, …, z_{L+1}; the gradient of the output with respect to them at 0
         is the backpropagated error ∂f/∂z_l used by `flows.ntk.ntk_gram`.
 
-        **Returns:** `(f(x), (x_0, …, x_L))`: a scalar and the layers' inputs, x_0 = x.
+        **Returns:** `(f(x), (x_0, …, x_L))`: a scalar (shape (k,) when `out_size=k` > 1) and
+        the layers' inputs, x_0 = x.
         """
         _checks.input_shape(x, self.weights[0].shape[1])
         ntk = self.parameterization == "ntk"
@@ -167,8 +174,9 @@ class MLP(eqx.Module):
             if shifts is not None:
                 z = z + shifts[layer]
             h = self.activation(z) if layer < len(self.weights) - 1 else z
-        return h[0], tuple(inputs)
+        return (h[0] if h.shape[0] == 1 else h), tuple(inputs)
 
     def __call__(self, x: Float[Array, " d"]) -> Float[Array, ""]:
-        """Evaluate on one input `x` of shape (d,); returns a scalar. Batch with `jax.vmap`."""
+        """Evaluate on one input `x` of shape (d,); returns a scalar, or shape (k,) when
+        `out_size=k` > 1. Batch with `jax.vmap`."""
         return self.forward(x)[0]

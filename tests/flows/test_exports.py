@@ -8,7 +8,15 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGES = ["flows", "flows.lazy", "flows.nonsmooth", "flows.ntk", "flows.observables", "models"]
+PACKAGES = [
+    "flows",
+    "flows.large_steps",
+    "flows.lazy",
+    "flows.nonsmooth",
+    "flows.ntk",
+    "flows.observables",
+    "models",
+]
 
 
 def _reexported(package: str) -> list[str]:

@@ -1,0 +1,32 @@
+"""Gradient descent at large steps against the flows: the sharpness, the modified flows of
+backward error analysis, the central flow at the edge of stability, and the catapult map.
+
+Conventions: L the loss, H = ∇²L, sharpness S = λ_max(H); a gradient-descent step η covers
+flow time η (step k at t = kη).
+"""
+
+from ._catapult import catapult_map as catapult_map
+from ._catapult import uv_init as uv_init
+from ._catapult import uv_invariant as uv_invariant
+from ._catapult import uv_loss as uv_loss
+from ._catapult import uv_ntk as uv_ntk
+from ._catapult import uv_output as uv_output
+from ._central import central_flow as central_flow
+from ._cosine import update_cosine as update_cosine
+from ._modified import modified_flow as modified_flow
+from ._sharpness import sharpness as sharpness
+from ._sharpness import sharpness_along as sharpness_along
+
+__all__ = [
+    "catapult_map",
+    "uv_init",
+    "uv_invariant",
+    "uv_loss",
+    "uv_ntk",
+    "uv_output",
+    "central_flow",
+    "update_cosine",
+    "modified_flow",
+    "sharpness",
+    "sharpness_along",
+]

@@ -1,0 +1,61 @@
+"""The uv model of the catapult mechanism (Lewkowycz, Bahri, Dyer, Sohl-Dickstein & Gur-Ari
+2020): f = vᵀu·x/√m with u, v ∈ R^m at the input x = 1, loss L = ½(f − y)², and NTK
+λ = (‖u‖² + ‖v‖²)/m. Gradient descent on it is an exact two-dimensional map of (f, λ)."""
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_positive
+
+
+def uv_output(params) -> jnp.ndarray:
+    """f = vᵀu/√m for `params = {"u": (m,), "v": (m,)}`."""
+    u, v = params["u"], params["v"]
+    return (v @ u) / jnp.sqrt(u.shape[0])
+
+
+def uv_ntk(params) -> jnp.ndarray:
+    """The NTK λ = (‖u‖² + ‖v‖²)/m, which is also the Hessian's eigenvalue at L = 0 along
+    the model's tangent."""
+    u, v = params["u"], params["v"]
+    return (u @ u + v @ v) / u.shape[0]
+
+
+def uv_loss(y: float):
+    """L(params) = ½(f − y)², the uv model's loss with target `y`."""
+
+    def loss(params):
+        return 0.5 * (uv_output(params) - y) ** 2
+
+    return loss
+
+
+def uv_invariant(params) -> jnp.ndarray:
+    """λ² − 4f²/m, conserved by the gradient flow of any loss of f (and ‖u‖² − ‖v‖² too)."""
+    return uv_ntk(params) ** 2 - 4 * uv_output(params) ** 2 / params["u"].shape[0]
+
+
+def uv_init(m: int, seed: int = 0) -> dict:
+    """u, v ~ N(0, I_m), float64: λ0 ≈ 2 and f0 = O(1) for large m."""
+    if isinstance(m, bool) or int(m) != m or m < 1:
+        raise ValueError(f"m must be an integer >= 1, got {m!r}")
+    rng = np.random.default_rng(seed)
+    return {
+        "u": jnp.asarray(rng.standard_normal(int(m))),
+        "v": jnp.asarray(rng.standard_normal(int(m))),
+    }
+
+
+def catapult_map(f, lam, *, eta: float, y: float, m: int):
+    """One exact gradient-descent step of the uv model on (f, λ):
+    f' = f − ηλ(f − y) + η²(f − y)²f/m, λ' = λ + η(f − y)(ηλ(f − y) − 4f)/m.
+
+    **Raises:** `ValueError` naming `eta` or `m`.
+
+    **Reference:** Lewkowycz et al. 2020, "The large learning rate phase of deep learning:
+    the catapult mechanism", eq. (3).
+    """
+    eta = check_positive("eta", eta)
+    m = check_positive("m", m)
+    r = f - y
+    return f - eta * lam * r + eta**2 * r**2 * f / m, lam + eta * r * (eta * lam * r - 4 * f) / m

@@ -1,0 +1,39 @@
+"""A loss as a function of one flat parameter vector, and its Hessian-vector products: the
+matrix-free pieces of the sharpness, the modified flows and the central flow."""
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from .._checks import check_loss
+from .._flat import FlatSpec, trainable_of
+
+
+def flat_loss(loss: Callable, params: Any):
+    """`(f, w, spec, static)`: f(w) = loss(params rebuilt from the flat trainable vector w).
+
+    **Raises:** `ValueError` naming `params` (no trainable leaves, not float64); `TypeError`
+    naming `loss` (it does not return a float scalar)."""
+    trainable, static = trainable_of("params", params)
+    check_loss(loss, params)
+    spec = FlatSpec.of(trainable)
+    return flat_function(loss, spec, static), spec.ravel(trainable), spec, static
+
+
+def flat_function(loss, spec, static):
+    def f(w):
+        return loss(eqx.combine(spec.unravel(w), static))
+
+    return f
+
+
+def hvp(f, w, v):
+    """H(w)v, forward over reverse."""
+    return jax.jvp(jax.grad(f), (w,), (v,))[1]
+
+
+def third(f, w, u, v):
+    """∇³f(w)[u, v], the derivative of w ↦ H(w)u in the direction v (a jvp of an HVP)."""
+    return jax.jvp(lambda x: hvp(f, x, u), (w,), (v,))[1]
