@@ -78,6 +78,12 @@ def make_solver(
     `symmetric=False` its Krylov spaces are built by Arnoldi instead, for a field whose
     Jacobian is not symmetric (the lazy pair's, `flows.lazy.lazy_comparison`).
 
+    "exprk4" is Krogstad's exponential Runge–Kutta method (order 4, embedded order 3;
+    `ExpRK4`) for a semilinear field y' = Ay + N(t, y) that carries its constant linear part
+    A (`field.split`, an `AbstractSpectralSplit`) and N (`field.nonlinear`): the lazy pair of
+    the squared loss (`flows.lazy.lazy_comparison`), whose A = −c·JᵀJ is exact through the
+    eigendecomposition of JJᵀ. Any other field is refused with a ValueError at trace time.
+
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU;
     `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi).

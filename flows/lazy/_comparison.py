@@ -362,7 +362,11 @@ def lazy_comparison(
         **settings.to_dict(),
         "alpha": alpha,
         "t1": t1,
-        "method": "filippov" if kinked else "joint",
+        "method": "filippov"
+        if kinked
+        else "semilinear"
+        if settings.solver in SEMILINEAR
+        else "joint",
         "remainder": bool(remainder),
         "nodes": int(nodes),
         "loss": repr(loss),

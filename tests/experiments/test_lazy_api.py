@@ -26,7 +26,14 @@ def mlp_run(tmp_path_factory):
     model = models.symmetrize(net, "doubled")
     out = str(tmp_path_factory.mktemp("api") / "run")
     folder = experiments.lazy.run(
-        model, (X, Y), alphas=ALPHAS, heldout=X_test, out=out, n_times=30, progress=False
+        model,
+        (X, Y),
+        alphas=ALPHAS,
+        heldout=X_test,
+        out=out,
+        n_times=30,
+        t1=20.0,
+        progress=False,
     )
     with open(os.path.join(folder, "results.json")) as f:
         return folder, json.load(f), model, (X, Y)
