@@ -64,15 +64,45 @@ def _failed(cfg, case, proc):
     return [_skip(cfg, case, None, f"gradflows run lazy failed ({proc.returncode}): {tail}")]
 
 
+SLOPES = ("weight_gap_slope", "output_gap_slope", "heldout_output_gap_slope", "distance_slope")
+
+
+def _summary(seconds, peak, cpu, results, cmd) -> dict:
+    """Wall, CPU, peak RSS, slopes, late rate and per-α steps/wall/CPU of one lazy run."""
+    return {
+        "command": " ".join(cmd),
+        "seconds": seconds,
+        "cpu_s": cpu,
+        "peak_rss_mb": peak,
+        "solver": results["config"]["solver"],
+        "rtol": results["config"]["rtol"],
+        **{k: results["fits"][k] for k in SLOPES},
+        "late_rate_median": results["fits"]["late_rate_median"],
+        "per_alpha": [
+            {
+                "alpha": r["alpha"],
+                "form": r.get("form"),
+                "steps": r.get("steps"),
+                "wall_s": r.get("wall_s"),
+                "cpu_s": (r.get("task") or {}).get("cpu_s"),
+            }
+            for r in results["runs"]
+        ],
+    }
+
+
 def case_lazy(cfg, params=None):
-    """Wall time and peak memory of the whole default `gradflows run lazy`, in a subprocess."""
+    """The whole default `gradflows run lazy` (exprk4) and, with `--profile`, the same run with
+    `--solver tsit5` (the method before exprk4) after it, in subprocesses: wall and CPU time,
+    peak memory, steps per α and the fitted slopes (which must agree to ±0.02)."""
     skipped = _unavailable(cfg, "lazy")
     if skipped:
         return skipped
-    proc, seconds, peak, _, _, cmd = _run_lazy([])
-    if proc.returncode != 0:
+    proc, seconds, peak, cpu, results, cmd = _run_lazy(["--no-progress"])
+    if proc.returncode != 0 or results is None:
         return _failed(cfg, "lazy", proc)
-    return [
+    new = _summary(seconds, peak, cpu, results, cmd)
+    rows = [
         _row(
             cfg,
             "lazy",
@@ -80,12 +110,41 @@ def case_lazy(cfg, params=None):
             "default `gradflows run lazy`: wall time",
             seconds,
             "s",
-            ours=f"{seconds:.1f} s, peak RSS {peak:.0f} MB",
-            details={"seconds": seconds, "peak_rss_mb": peak, "command": " ".join(cmd)},
-            note=f"peak RSS {peak:.0f} MB",
+            goal=("<=", 45.0),
+            ours=f"{seconds:.1f} s wall, {cpu or float('nan'):.0f} s CPU, peak RSS {peak:.0f} MB, "
+            f"steps per α {[r['steps'] for r in new['per_alpha']]}",
+            details=new,
+            note="slopes " + ", ".join(f"{new[k]:.3f}" for k in SLOPES),
             command="gradflows run lazy  (timed by " + cfg.command("lazy") + ")",
         )
     ]
+    if not cfg.profile:
+        return rows
+    proc, seconds, peak, cpu, results, cmd = _run_lazy(["--no-progress", "--solver", "tsit5"])
+    if proc.returncode != 0 or results is None:
+        return rows + _failed(cfg, "lazy", proc)
+    old = _summary(seconds, peak, cpu, results, cmd)
+    same = all(abs(new[k] - old[k]) <= 0.02 for k in SLOPES)
+    rows.append(
+        _row(
+            cfg,
+            "lazy",
+            None,
+            "`--solver tsit5` (before) ÷ default (exprk4): wall time",
+            old["seconds"] / new["seconds"],
+            "×",
+            goal=(">=", 2.0),
+            ours=f"exprk4 {new['seconds']:.1f} s",
+            theirs=f"tsit5 {old['seconds']:.1f} s wall, steps per α "
+            f"{[r['steps'] for r in old['per_alpha']]}",
+            details={"tsit5": old, "slopes_agree_to_0.02": same},
+            note="slopes (tsit5) "
+            + ", ".join(f"{old[k]:.3f}" for k in SLOPES)
+            + f"; agree with exprk4's to ±0.02: {'yes' if same else 'NO'}",
+            command="gradflows run lazy --solver tsit5  (timed by " + cfg.command("lazy") + ")",
+        )
+    )
+    return rows
 
 
 def case_relu(cfg, params=None):

@@ -8,8 +8,9 @@ import sys
 from . import _interrupt
 from ._options import UsageError, protect_negative_values
 
-# name -> package; each defines DESCRIPTION, add_arguments(parser) and run(args) -> int, and
-# imports cheaply (no JAX, diffrax or matplotlib until run() is called).
+# name -> package; each defines DESCRIPTION, add_arguments(parser) and run(args) -> int (or
+# main(args), where `run` is a Python API), and imports cheaply (no JAX, diffrax or
+# matplotlib until it is called).
 EXPERIMENTS = {
     "lazy": "experiments.lazy",
     "portrait": "experiments.portraits",
@@ -56,7 +57,7 @@ def _main(argv) -> int:
 
 def _run(name, mod, options) -> int:
     try:
-        return mod.run(options)
+        return getattr(mod, "main", mod.run)(options)
     except UsageError as e:
         _discard()
         print(f"gradflows run {name}: error: {e}", file=sys.stderr)

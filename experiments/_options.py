@@ -104,17 +104,22 @@ def add_solver_options(
     atol: float = SOLVE_DEFAULTS["atol"],
     max_steps: int | None = SOLVE_DEFAULTS["max_steps"],
     max_steps_help: str = "step budget of each solve",
+    solvers: tuple = SOLVERS,
+    solver_help: str = "diffrax solver, or 'auto' (Tsit5, exprb32 where cheaper)",
+    default_in_help: bool = False,
+    solver_option: bool = False,
 ) -> argparse._ArgumentGroup:
-    """The solver group: `--solver` (unless `solver` is None: fixed by the experiment),
+    """The solver group: `--solver` (unless `solver` is None: fixed by the experiment; with
+    `solver_option`, offered with the default None, which the experiment resolves),
     `--rtol`, `--atol`, `--max-steps` (unless None). Build the settings with
     `solve_settings`."""
     g = parser.add_argument_group("solver (validated as flows.SolveSettings before any work)")
-    if solver is not None:
+    if solver is not None or solver_option:
         g.add_argument(
             "--solver",
-            choices=SOLVERS,
+            choices=solvers,
             default=solver,
-            help="diffrax solver, or 'auto' (Tsit5, exprb32 where cheaper); default %(default)s",
+            help=solver_help if default_in_help else f"{solver_help}; default %(default)s",
         )
     g.add_argument("--rtol", type=float, default=rtol, help="relative tolerance (%(default)g)")
     g.add_argument("--atol", type=float, default=atol, help="absolute tolerance (%(default)g)")

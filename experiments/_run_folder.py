@@ -47,8 +47,8 @@ def add_run_folder_options(parser, experiment: str, *, progress: bool = True):
 class RunFolder:
     """The run folder of one `gradflows run NAME`: where, whether resumed, what is kept.
 
-    `kept` is a short phrase the experiment updates as work finishes ("2 of 6 α finished"); the
-    interrupt line reports it.
+    `kept` is a short phrase the experiment updates as work finishes ("2 of 6 α finished"), or
+    an object whose `str()` says it when asked; the interrupt line reports it.
     """
 
     def __init__(self, experiment: str, path: str, resumed: bool):
@@ -154,9 +154,9 @@ class RunFolder:
             return "interrupted before the run folder was made: nothing to keep"
         checkpoints = glob.glob(os.path.join(glob.escape(self.path), "*.checkpoint.npz"))
         kept = []
-        if self.kept:
-            kept.append(self.kept)
-        if checkpoints:
+        if self.kept:  # a phrase, or an object whose str() reads the folder now
+            kept.append(str(self.kept))
+        if checkpoints and "checkpoint" not in " ".join(kept):
             kept.append("a checkpoint of the solve in progress")
         what = " and ".join(kept) if kept else "its settings only (config.json), no results yet"
         return f"interrupted: {self.path} keeps {what}; resume with: {self.resume_command()}"

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from ._options import UsageError
 from ._sweep_options import default_workers
 from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
+from ._sweep_progress import TOPIC, Watch
 
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
 
@@ -242,7 +243,10 @@ class Sweep:
             disable=not self.progress,
         )
 
+        watch = Watch(tasks, keys, bar, len(tasks) - len(pending), desc, not self.progress)
+
         def done(i, out, attempts):
+            watch.finished(keys[i])
             if "stats" in out:
                 results[i] = write_part(folder, keys[i], tasks[i], out, attempts)
                 bar.set_postfix_str(f"last {results[i].stats['wall_s']:.1f} s", refresh=False)
@@ -250,7 +254,7 @@ class Sweep:
                 error = out["error"]
                 log(folder, keys[i], error + "\n")
                 results[i] = TaskResult(keys[i], tasks[i], None, {}, {"attempts": attempts}, error)
-            bar.update(1)
+            watch.tick()
             if results[i].failed:
                 tqdm.write(f"task {tasks[i]} failed: {results[i].error} (logs/{keys[i]}.log)")
             on_result(results[i])
@@ -259,16 +263,27 @@ class Sweep:
             if pending and self.scheduler is None and self.workers == 0:
                 from ._sweep_task import execute
 
+                def report(key):
+                    def at(t, t1):
+                        watch.report(key, t, t1)
+                        watch.tick()
+
+                    return at
+
                 for i in pending:
                     check()
-                    done(i, execute(fn, tasks[i], shared, keys[i], folder, False, self.progress), 1)
+                    watch.started(keys[i])
+                    out = execute(
+                        fn, tasks[i], shared, keys[i], folder, False, self.progress, report(keys[i])
+                    )
+                    done(i, out, 1)
             elif pending:
-                self._run_dask(fn, tasks, keys, shared, folder, pending, done, check)
+                self._run_dask(fn, tasks, keys, shared, folder, pending, done, check, watch)
         finally:
             bar.close()
         return results
 
-    def _run_dask(self, fn, tasks, keys, shared, folder, pending, done, check) -> None:
+    def _run_dask(self, fn, tasks, keys, shared, folder, pending, done, check, watch) -> None:
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 
@@ -283,6 +298,7 @@ class Sweep:
             args = (fn, tasks[i], shared, keys[i], folder, True, self.progress)
             future = client.submit(execute, *args, key=f"task-{keys[i]}-{attempt}", pure=False)
             running[future] = (i, attempt)
+            watch.started(keys[i])
 
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)
@@ -290,10 +306,12 @@ class Sweep:
                 submit(queue.popleft(), 1)
                 free -= 1
 
+        client.subscribe_topic(TOPIC, watch.on_event)
         try:
             fill()
             while running:
                 check()
+                watch.tick()
                 finished = [f for f in running if f.done()]
                 if not finished:
                     time.sleep(0.1)
@@ -319,6 +337,8 @@ class Sweep:
         except BaseException:
             client.cancel(list(running), force=True)
             raise
+        finally:
+            client.unsubscribe_topic(TOPIC)
 
 
 def from_args(args) -> Sweep:

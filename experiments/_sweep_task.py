@@ -14,11 +14,13 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Callable
 
 from distributed.diagnostics.plugin import WorkerPlugin
 from tqdm import tqdm
 
 from ._sweep_parts import type_name
+from ._sweep_progress import worker_report
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
@@ -33,11 +35,14 @@ class TaskContext:
       part is written, and before a retry after a worker died (a retry starts from scratch).
     - `progress`: whether the task should draw its own progress bars. In a worker they go to
       the task's log file, `logs/<key>.log`, in the client (workers=0) to the terminal.
+    - `report(t, t1)`: tell the client the flow time t of t1 reached (its bar and heartbeat,
+      `experiments._sweep_progress`); cheap, call it every few seconds.
     """
 
     key: str
     checkpoint: str | None
     progress: bool
+    report: Callable[[float, float], None] = lambda t, t1: None
 
 
 def _reset_peak_rss() -> str:
@@ -70,8 +75,12 @@ def _worker_name() -> str:
         return "client"
 
 
-def execute(fn, task: dict, shared, key: str, folder: str, in_worker: bool, progress: bool):
+def execute(
+    fn, task: dict, shared, key: str, folder: str, in_worker: bool, progress: bool, report=None
+):
     """Run `fn(task, shared, ctx)` and measure it; never raises an ordinary exception.
+
+    `report(t, t1)`: the task's flow-time reports (in a worker: events to the client).
 
     Returns a dict: `record` and `arrays` (fn's results) or `error` ("ExceptionName:
     message"), `error_type` (`type_name` of its class) and `traceback`, and `stats` (wall_s,
@@ -81,7 +90,9 @@ def execute(fn, task: dict, shared, key: str, folder: str, in_worker: bool, prog
     checkpoint = os.path.join(folder, f"part-{key}.checkpoint.npz") if visible else None
     logs = os.path.join(folder, "logs")
     log_path = os.path.join(logs, f"{key}.log") if in_worker and os.path.isdir(logs) else None
-    ctx = TaskContext(key=key, checkpoint=checkpoint, progress=progress)
+    if in_worker:
+        report = worker_report(key)
+    ctx = TaskContext(key, checkpoint, progress, report or (lambda t, t1: None))
     method = _reset_peak_rss()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     out = {}

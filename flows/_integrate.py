@@ -184,8 +184,12 @@ def integrate(
     progress: bool,
     desc: str = "flow",
     checkpoint: str | None = None,
+    report: Callable[[float], None] | None = None,
 ):
     """Integrate y' = field(t, y, None) from t = 0 to ts[-1], saving `save(t, y, None)` at `ts`.
+
+    `report(t)`, if given, is called with the flow time reached after each chunk (after its
+    checkpoint is written), and once with t = 0 when the solve starts or resumes.
 
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.
@@ -248,6 +252,8 @@ def integrate(
     )
     # Traced once per solve, not per segment (each device scalar costs ~0.1–0.4 ms to make).
     tolerances = tuple(jnp.asarray(x) for x in (rtol, atol, DTMIN_RELATIVE))
+    if report is not None:
+        report(t_start)
     try:
         with Counter() as counter:
             prober = None
@@ -370,6 +376,8 @@ def integrate(
                     _checkpoint.write(
                         checkpoint, stamp, ts, c + 1, t_end, phase, y, saved_leaves, stats
                     )
+                if report is not None:
+                    report(t_end)
     except (MaxStepsReached, FloatingPointError) as e:
         stats.stiffness_tests = monitor.tests if monitor is not None else 0
         e.stats = stats.to_dict()  # the work done, for the caller to report

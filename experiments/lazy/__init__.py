@@ -12,6 +12,9 @@ sweep keeps them and `--resume DIR` goes on from there), `logs/`, then `results.
 `trajectories.npz` and five figures (`experiments.lazy.plot`: gaps, loss, distance, heldout
 (only with held-out data) and pl). The α run in this process (`--workers 0`) or on Dask
 workers (`--workers N`, `--scheduler ADDRESS`).
+
+`run(model, (X, Y), alphas=..., heldout=..., out=DIR)` makes the same run folder, fits, theory
+constants and figures for a user's own equinox model; the CLI (`main`) is a thin layer over it.
 """
 
 from ._cli import add_arguments as add_arguments
@@ -22,11 +25,20 @@ DESCRIPTION = (
 )
 
 
-def run(args) -> int:
-    """Run the sweep for parsed `args` (JAX and matplotlib are imported only here)."""
+def main(args) -> int:
+    """`gradflows run lazy`: the sweep for parsed `args` (JAX and matplotlib are imported
+    only here), a thin layer over the pipeline that `run` gives a user's model."""
     from ._run import run as _run
 
     return _run(args)
+
+
+def run(model, data, **kwargs) -> str:
+    """The lazy pipeline for your own model: see `experiments.lazy._user.run` (its docstring
+    has a worked `eqx.nn.MLP` example). Returns the run folder's path."""
+    from ._user import run as _run
+
+    return _run(model, data, **kwargs)
 
 
 def plot(folder: str) -> list[str]:

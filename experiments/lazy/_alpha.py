@@ -26,6 +26,13 @@ SERIES = (
 )
 
 
+def smooth(s: dict) -> bool:
+    """Whether the run's model is smooth (Dh locally Lipschitz): not a kinked activation of
+    the CLI's nets, nor a user's model that `flows.lazy.lazy_comparison` integrates as kinked
+    (`s["kinked"]`, set by `experiments.lazy.run`)."""
+    return s["activation"] not in NON_SMOOTH and not s.get("kinked", False)
+
+
 def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
     """`flows.lazy.late_rate` and, when it is None, why."""
     rate = flows.lazy.late_rate(ts, residual, start=window, floor=floor)
@@ -74,14 +81,15 @@ def _kinks(stats) -> dict:
 def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """Integrate one α = `task["alpha"]`; return its record and its arrays over time.
 
-    Runs in a sweep worker (or in-process): the model is rebuilt from the settings
-    `shared["settings"]` (seeded, so every worker builds the same weights); `shared` also holds
+    Runs in a sweep worker (or in-process): the model is `shared["model"]` (a user's model,
+    `experiments.lazy.run`) or rebuilt from the settings `shared["settings"]` (seeded, so every
+    worker builds the same weights); `shared` also holds
     the data `X`, `Y`, `heldout` and the save times `ts`. A solver failure (MaxStepsReached, a
     blow-up) is a result: a record with `failed` and its `reason`, and no arrays.
     """
     s, ts, alpha = shared["settings"], shared["ts"], task["alpha"]
-    model = build_model(s, shared["X"].shape[1])
-    kinked = s["activation"] in NON_SMOOTH
+    model = shared.get("model") or build_model(s, shared["X"].shape[1])
+    kinked = not smooth(s)
     remainder = flows.lazy.lazy_remainder_rule(alpha) and not kinked
     form = "Filippov + direct" if kinked else "remainder" if remainder else "direct"
     record = {"alpha": alpha, "form": form}
@@ -101,6 +109,7 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
             nodes=s["nodes"],
             progress=ctx.progress,
             checkpoint=ctx.checkpoint,
+            report=lambda t: ctx.report(t, float(ts[-1])),
         )
     except (RuntimeError, FloatingPointError) as e:  # MaxStepsReached is a RuntimeError
         record.update(failed=True, reason=f"{type(e).__name__}: {e}")

@@ -4,6 +4,7 @@ import argparse
 
 from .._options import (
     SOLVE_DEFAULTS,
+    SOLVERS,
     UsageError,
     add_data_options,
     add_list,
@@ -39,7 +40,9 @@ DEFAULTS = {
     "t1": None,
     "loss_decades": 6.0,
     "n_times": 100,
-    "solver": "tsit5",  # the experiment's choice (the library's default is "auto")
+    # None: "exprk4" for a smooth activation (squared loss: ū in closed form, the gap by an
+    # exponential integrator), "tsit5" for a kinked one (the library's default is "auto")
+    "solver": None,
     **SOLVE_DEFAULTS,  # rtol, atol, max_steps: the library's
     "nodes": None,
     "rate_window": 0.5,
@@ -129,6 +132,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         atol=d["atol"],
         max_steps=d["max_steps"],
         max_steps_help="step budget per α",
+        solvers=SOLVERS + ("exprk4",),
+        solver_help="diffrax solver, 'auto' (Tsit5, exprb32 where cheaper), or 'exprk4' "
+        "(smooth activations: ū in closed form, the gap by an exponential Runge–Kutta "
+        "method exact on its stiff part −JᵀJ); default: exprk4 for a smooth activation, "
+        "tsit5 for a kinked one. --solver tsit5 is the run before exprk4",
+        default_in_help=True,
+        solver_option=True,
     )
     add_run_folder_options(p, "lazy", progress=True)
     add_sweep_options(p)
@@ -180,6 +190,13 @@ def settings(args) -> dict:
         models.activation(s["activation"])
     except ValueError as e:
         raise UsageError(f"--activation: {e}") from None
+    if s["solver"] is None:
+        s["solver"] = "tsit5" if s["activation"] in ("relu", "abs", "leaky_relu") else "exprk4"
+    elif s["solver"] == "exprk4" and s["activation"] in ("relu", "abs", "leaky_relu"):
+        raise UsageError(
+            f"--solver exprk4 needs a smooth activation (its stiff part −JᵀJ is constant); "
+            f"{s['activation']} nets need an explicit solver (auto, tsit5, dopri5, dopri8)"
+        )
     solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
     if s["activation"] in (
         "relu",

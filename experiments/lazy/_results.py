@@ -7,7 +7,7 @@ import numpy as np
 import flows
 
 from .._files import versions, write_json, write_npz
-from ._alpha import LOSS, NON_SMOOTH
+from ._alpha import LOSS, smooth
 
 EXPECTED_SLOPES = {
     "doubled": {"weight_gap": -2, "output_gap": -2, "heldout_output_gap": -2, "distance": -1},
@@ -21,8 +21,8 @@ LATE_ALPHA = 10.0  # the lazy regime of the late rate (docs/lazy.md: "α ≥ 10"
 
 def _theory(constants, s, t1) -> dict:
     out = constants.summary()
-    smooth = s["activation"] not in NON_SMOOTH
-    if not smooth:  # the constants exist as numbers but belong to a theorem that does not apply
+    is_smooth = smooth(s)
+    if not is_smooth:  # the constants exist as numbers but belong to a theorem that does not apply
         why = (
             f"Theorem 2.4 does not apply: {s['activation']} is not smooth, so Dh has no "
             "Lipschitz constant (Chizat, Oyallon & Bach 2019 assume Dh locally Lipschitz)"
@@ -32,12 +32,12 @@ def _theory(constants, s, t1) -> dict:
     out.update(
         loss="R(y) = ½‖y − y*‖² (sum over the training outputs)",
         t1=t1,
-        theory_applies=smooth,
+        theory_applies=is_smooth,
         theory_note=None
-        if smooth
+        if is_smooth
         else f"{s['activation']} is not smooth: Dh is not Lipschitz, outside the assumptions of "
         "Chizat, Oyallon & Bach 2019 (Thms 2.2/2.4); no expected slopes or theorem rates",
-        expected_slopes=EXPECTED_SLOPES[s["symmetrize"]] if smooth else None,
+        expected_slopes=EXPECTED_SLOPES.get(s["symmetrize"]) if is_smooth else None,
         theorem_2_2_bound="sqrt(t1 · R(α h(w0))) / α",
         theorem_2_4_bound="sqrt(κ) ‖α h(w0) − y*‖ exp(−m σ_min² t / 4), bounds ‖α h(w_α(t)) − y*‖",
         theorem_2_4_conditions="σ_min > 0, ‖h(w0)‖ ≤ C0 and α > ‖y*‖/C0 = alpha_min",
@@ -132,11 +132,11 @@ def write_results(folder, config, records, parts, constants, s, t1, sweep) -> No
     """results.json and trajectories.npz from the records and the arrays (`parts`) of every α;
     `sweep` describes where the tasks ran."""
     runs, series = [], {}
-    smooth = s["activation"] not in NON_SMOOTH
+    is_smooth = smooth(s)
     for rec, part in zip(records, parts):
         alpha = rec["alpha"]
         extra = {
-            "theorem_2_4_rate": constants.theorem_2_4_rate if smooth else None,
+            "theorem_2_4_rate": constants.theorem_2_4_rate if is_smooth else None,
             "symmetrize": s["symmetrize"],
             "theorem_2_2_bound": flows.lazy.theorem_2_2_bound(
                 alpha,
@@ -144,19 +144,19 @@ def write_results(folder, config, records, parts, constants, s, t1, sweep) -> No
                 float(LOSS(alpha * constants.h0, constants.y_star)),  # R(αh(w0))
             ),
             "theorem_2_4_conditions_hold": constants.theorem_2_4_conditions(alpha)
-            if smooth
+            if is_smooth
             else None,
         }
         if not rec["failed"]:
             arrays = dict(part)
-            if smooth:
+            if is_smooth:
                 arrays["theorem_2_4_bound"] = flows.lazy.theorem_2_4_bound(
                     arrays["ts"], alpha, constants
                 )
             # measured: ‖αh(w_α(t)) − y*‖ ≤ bound at every save time (1e-9: round-off at t = 0)
             extra["theorem_2_4_bound_held"] = (
                 bool(np.all(arrays["residual"] <= arrays["theorem_2_4_bound"] * (1 + 1e-9)))
-                if smooth
+                if is_smooth
                 else None
             )
             for key, value in arrays.items():

@@ -9,6 +9,7 @@ import lineax as lx
 import optimistix as optx
 
 from ._exprb import ExpRosenbrock32
+from ._exprk import ExpRK4
 from ._gauss import GaussLegendre
 
 EXPLICIT = ("tsit5", "dopri5", "dopri8")
@@ -16,7 +17,8 @@ GAUSS = {"implicit_midpoint": 1, "gauss4": 2, "gauss6": 3}  # name: stages
 IMPLICIT = ("kvaerno5", *GAUSS)
 EXPONENTIAL = ("exprb32",)
 STIFF = IMPLICIT + EXPONENTIAL  # solvers whose evaluations are counted, not computed
-NAMES = ("auto",) + EXPLICIT + STIFF
+SEMILINEAR = ("exprk4",)  # for fields y' = Ay + N(t, y) that carry A (`ExpRK4`)
+NAMES = ("auto",) + EXPLICIT + STIFF + SEMILINEAR
 SOLVERS = NAMES  # public as flows.SOLVERS: every name `solver=` accepts
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
@@ -36,7 +38,7 @@ GMRES_MAX_ITERS = 200
 KVAERNO_DENSE_MAX = 0
 
 # New vector-field evaluations per step (first-same-as-last tableaux reuse the last stage).
-EVALS_PER_STEP = {"tsit5": 6, "dopri5": 6, "dopri8": 12}
+EVALS_PER_STEP = {"tsit5": 6, "dopri5": 6, "dopri8": 12, "exprk4": 4}  # exprk4: of N
 
 
 @functools.lru_cache(maxsize=32)
@@ -76,6 +78,12 @@ def make_solver(
     `symmetric=False` its Krylov spaces are built by Arnoldi instead, for a field whose
     Jacobian is not symmetric (the lazy pair's, `flows.lazy.lazy_comparison`).
 
+    "exprk4" is Krogstad's exponential Runge–Kutta method (order 4, embedded order 3;
+    `ExpRK4`) for a semilinear field y' = Ay + N(t, y) that carries its constant linear part
+    A (`field.split`, an `AbstractSpectralSplit`) and N (`field.nonlinear`): the lazy pair of
+    the squared loss (`flows.lazy.lazy_comparison`), whose A = −c·JᵀJ is exact through the
+    eigendecomposition of JJᵀ. Any other field is refused with a ValueError at trace time.
+
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU;
     `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi).
@@ -101,6 +109,8 @@ def make_solver(
         return dfx.Kvaerno5(root_finder=newton)
     if name == "exprb32":
         return ExpRosenbrock32(jnp.asarray(rtol), jnp.asarray(atol), symmetric=symmetric)
+    if name == "exprk4":
+        return ExpRK4()
     if name in GAUSS:
         return GaussLegendre(stages=GAUSS[name])
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")

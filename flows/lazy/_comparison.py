@@ -28,15 +28,12 @@ import numpy as np
 from .._checks import check_finite, check_positive
 from .._flat import MODEL_KIND, FlatSpec, trainable_of
 from .._integrate import integrate
-from .._losses import get_loss
+from .._losses import SquaredLoss, get_loss
 from .._settings import SolveSettings, resolve_flow_inputs
+from .._solver._solvers import SEMILINEAR
 from ._kinked import check_kinked_solver, kinked_form, kinked_pair
 from ._rules import LAZY_NODES, lazy_remainder_rule
-
-
-def _gauss(nodes: int):
-    x, w = np.polynomial.legendre.leggauss(nodes)
-    return jnp.asarray((x + 1) / 2), jnp.asarray(w / 2)
+from ._semilinear import LazySemilinear, SemilinearMeasure, gauss_nodes
 
 
 class _Lazy(eqx.Module):
@@ -85,7 +82,7 @@ class _Lazy(eqx.Module):
         ybar, jvp, jt = self.linear(ubar, X)
         if not self.remainder:
             return ybar, alpha * (alpha * h_on_X(self.w0 + u / alpha) - ybar), jt
-        s, wts = _gauss(self.nodes)
+        s, wts = gauss_nodes(self.nodes)
         phi = lambda w: jax.jvp(h_on_X, (w,), (u,))[1]  # noqa: E731
         d2 = jax.vmap(lambda si: jax.jvp(phi, (self.w0 + si * u / alpha,), (u,))[1])(s)
         return ybar, jvp(d) + jnp.tensordot(wts * (1 - s), d2, axes=1), jt
@@ -101,7 +98,7 @@ class _Lazy(eqx.Module):
             _, vjp = jax.vjp(lambda w: self.h(w, self.X), self.w0 + u / alpha)
             (u_dot,) = vjp(g)
             return -ubar_dot, -alpha * (u_dot - ubar_dot)
-        s, wts = _gauss(self.nodes)
+        s, wts = gauss_nodes(self.nodes)
 
         def q_node(si):
             def inner(w):
@@ -243,6 +240,7 @@ def lazy_comparison(
     save_params: bool = False,
     progress: bool = False,
     checkpoint: str | None = None,
+    report=None,
     **overrides,
 ) -> LazyComparison:
     """Integrate the flows of F_α and F̄_α from the same w0 and measure how far apart they stay.
@@ -272,7 +270,10 @@ def lazy_comparison(
     - `heldout`: held-out inputs `(n', d)` (or `(X', Y')`) for Proposition A.1's gap.
     - `ts`: save times, default `log_times(t1, 100)`. Both flows are saved at these times.
     - `settings`, `**overrides`, `progress`, `checkpoint`: as in `gradient_flow`; the
-      tolerances apply to the joint state (ū, d). A kinked net needs an explicit solver
+      tolerances apply to the joint state (ū, d), or to d alone with `solver="exprk4"`
+      (squared loss, smooth model: ū in closed form, `flows.lazy._semilinear`).
+    - `report`: called with the flow time reached after each chunk of the solve (a smooth
+      model's; not called for a kinked net). A kinked net needs an explicit solver
       ("auto", "tsit5", "dopri5", "dopri8"; `max_steps` counts steps plus events there).
     - `remainder`: "auto" follows `lazy_remainder_rule(alpha)` (the Taylor-remainder form at
       α ≥ 30, the direct form below; the docstring there says why). True/False force it.
@@ -325,6 +326,13 @@ def lazy_comparison(
         if Y.ndim != 1:
             raise ValueError(f"data: a kinked net needs targets of shape (n,), got {Y.shape}")
         remainder = False
+    if settings.solver in SEMILINEAR and (kinked or not isinstance(loss, SquaredLoss)):
+        raise ValueError(
+            f"settings.solver {settings.solver!r} integrates the lazy pair of the squared loss "
+            f"with a smooth model (its stiff part −c·JᵀJ is constant); got loss {loss!r}"
+            + (" and a kinked net" if kinked else "")
+            + ": use 'tsit5' or 'auto'"
+        )
     spec = FlatSpec.of(trainable)
     w0 = spec.ravel(trainable)
     field = _Lazy(
@@ -336,18 +344,29 @@ def lazy_comparison(
             model, (X, Y), field, _Linear(field), measure, ts, settings, loss,
             progress=progress, checkpoint=checkpoint,
         )  # fmt: skip
+    elif settings.solver in SEMILINEAR:  # ū in closed form, d by an exponential integrator
+        semi = LazySemilinear.build(field, loss.curvature(X.shape[0])[0])
+        saved, _, stats = integrate(
+            semi, jnp.zeros_like(w0), ts, SemilinearMeasure(measure, semi), settings,
+            progress=progress, desc=f"alpha={alpha:.3g}", checkpoint=checkpoint, report=report,
+        )  # fmt: skip
+        stats = stats.to_dict()
     else:
         zeros = jnp.zeros_like(w0)
         saved, _, stats = integrate(
             field, (zeros, zeros), ts, measure, settings, progress=progress,
-            desc=f"alpha={alpha:.3g}", checkpoint=checkpoint,
+            desc=f"alpha={alpha:.3g}", checkpoint=checkpoint, report=report,
         )  # fmt: skip
         stats = stats.to_dict()
     config = {
         **settings.to_dict(),
         "alpha": alpha,
         "t1": t1,
-        "method": "filippov" if kinked else "joint",
+        "method": "filippov"
+        if kinked
+        else "semilinear"
+        if settings.solver in SEMILINEAR
+        else "joint",
         "remainder": bool(remainder),
         "nodes": int(nodes),
         "loss": repr(loss),

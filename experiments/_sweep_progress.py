@@ -1,0 +1,83 @@
+"""What the client shows of a sweep while its tasks run: flow time within each running task.
+
+A task reports the flow time it reached (`TaskContext.report(t, t1)`, after each chunk of its
+solve). In a Dask worker the report is a structured event on the topic `TOPIC`
+(`distributed.Worker.log_event`), which the client receives through
+`Client.subscribe_topic`; in-process it is a plain call. The client's `Watch` turns the
+reports into the progress bar's position (finished tasks plus t/t1 of each running one) and,
+without a bar (`--no-progress`), into a one-line heartbeat on stderr about every
+`HEARTBEAT_S` seconds: tasks done, tasks running and their flow times.
+"""
+
+import sys
+import time
+
+TOPIC = "gradflows-progress"
+HEARTBEAT_S = 10.0
+
+
+def worker_report(key: str):
+    """The `report(t, t1)` of task `key` in a Dask worker: an event to the client."""
+    from distributed import get_worker
+
+    worker = get_worker()
+
+    def report(t, t1):
+        worker.log_event(TOPIC, {"key": key, "t": float(t), "t1": float(t1)})
+
+    return report
+
+
+def _name(task: dict) -> str:
+    return ",".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in task.items())
+
+
+class Watch:
+    """The client's view of the running tasks (module docstring). `bar`: the sweep's tqdm bar
+    (disabled or not); `heartbeat`: print the heartbeat line (when there is no bar)."""
+
+    def __init__(self, tasks, keys, bar, done: int, desc: str, heartbeat: bool, stream=None):
+        self.names = {k: _name(t) for k, t in zip(keys, tasks)}
+        self.bar, self.done, self.total, self.desc = bar, done, len(keys), desc
+        self.heartbeat, self.stream = heartbeat, stream
+        self.running: dict[str, tuple[float, float | None]] = {}
+        self.last = time.monotonic()
+
+    def started(self, key: str) -> None:
+        self.running.setdefault(key, (0.0, None))
+
+    def report(self, key: str, t: float, t1: float) -> None:
+        """Task `key` reached flow time t of t1 (called from any thread)."""
+        if key in self.running or key in self.names:
+            self.running[key] = (t, t1)
+
+    def on_event(self, event) -> None:
+        """`Client.subscribe_topic` handler: event = (timestamp, message)."""
+        msg = event[1]
+        self.report(msg["key"], msg["t"], msg["t1"])
+
+    def finished(self, key: str) -> None:
+        self.running.pop(key, None)
+        self.done += 1
+
+    def line(self) -> str:
+        parts = []
+        for key, (t, t1) in sorted(self.running.items(), key=lambda kv: self.names[kv[0]]):
+            where = "started (no flow time yet)" if t1 is None else f"t={t:.3g} of {t1:.3g}"
+            parts.append(f"{self.names[key]} {where}")
+        running = "; ".join(parts) if parts else "none"
+        return f"{self.desc}: {self.done}/{self.total} done; running: {running}"
+
+    def tick(self) -> None:
+        """Move the bar to the flow time reached; print the heartbeat when it is due."""
+        fractions = sum(t / t1 for t, t1 in self.running.values() if t1)
+        if not self.bar.disable:
+            self.bar.n = round(self.done + fractions, 2)
+            self.bar.set_postfix_str(self.line().split("running: ", 1)[1][:80], refresh=False)
+            self.bar.refresh()
+        now = time.monotonic()
+        if self.heartbeat and now - self.last >= HEARTBEAT_S:
+            self.last = now
+            stream = self.stream or sys.stderr
+            stream.write(self.line() + "\n")
+            stream.flush()

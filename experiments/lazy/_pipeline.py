@@ -1,0 +1,177 @@
+"""The lazy pipeline for any model: constants, every α, results, figures (the CLI and
+`experiments.lazy.run` share it)."""
+
+import jax
+import numpy as np
+
+import flows
+
+from .. import _interrupt
+from .._options import UsageError
+from .._sweep_parts import checkpoint_path, task_key
+from ._alpha import LOSS, alpha_task, record_of, smooth
+from ._report import print_summary
+from ._results import write_results
+
+# Above this many explicit steps per α (at least; `flows.lazy.explicit_steps`), the run says what
+# it will cost before it starts: ~25× the default run's 820 Tsit5 steps.
+LONG_RUN_STEPS = 20_000
+PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})"
+
+
+def horizon(s, constants) -> float:
+    if s["t1"] is not None:
+        return s["t1"]
+    if constants.lambda_min <= 1e-12 * constants.lambda_max:
+        raise UsageError(
+            f"--t1: the NTK Gram matrix is singular (λ_min = {constants.lambda_min:.3g}), "
+            "so no horizon makes the loss fall by 10^D; give --t1"
+        )
+    return flows.lazy.lazy_horizon(constants.lambda_min, s["loss_decades"])
+
+
+def check_cost(s, t1, lambda_max) -> None:
+    """Refuse an explicit solver that cannot reach t1 within --max-steps (exit 2, naming the
+    options that change it); say so before starting when it will take long."""
+    boundary = flows.STABILITY_BOUNDARY.get(s["solver"])
+    if boundary is None:  # "auto", "exprk4" and the stiff solvers are not bound by λ_max
+        return
+    steps = flows.lazy.explicit_steps(t1, lambda_max, s["solver"])
+    where = (
+        f"t1 = {t1:.3g} with λ_max(Σ) = {lambda_max:.3g} needs at least {steps:.3g} "
+        f"{s['solver']} steps per α (λ_max·t1/{boundary:g}, its stability limit)"
+    )
+    change = (
+        "a shorter --t1 or fewer --loss-decades, or --solver exprk4 or kvaerno5 (their "
+        "steps are not held by λ_max)"
+    )
+    if steps > s["max_steps"]:
+        raise UsageError(f"--max-steps {s['max_steps']}: {where}; choose {change}")
+    if steps > LONG_RUN_STEPS:
+        print(f"note: {where}, a long run; {change} makes it shorter", flush=True)
+
+
+def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_model: bool):
+    """Run the lazy sweep of settings `s` on `model` and data `(X, Y, X_test)` into the
+    `RunFolder` `folder` on `sweep`; write results.json, trajectories.npz and the figures,
+    print the summary. `stored`: a resumed run's config (or None); `describe`: config entries
+    that say what the data and model are. Returns 1 if an α failed, else 0."""
+    X, Y, X_test = data
+    _interrupt.watch(folder)
+    constants = flows.lazy.lazy_constants(
+        model,
+        (X, Y),
+        loss=LOSS,
+        estimate_lip=smooth(s),
+        lip_radius=s["lip_radius"],
+        key=jax.random.PRNGKey(s["seed"] + 1),
+    )
+    t1 = horizon(s, constants)
+    check_cost(s, t1, constants.lambda_max)
+    ts = flows.lazy.lazy_save_times(t1, constants.lambda_max, s["n_times"])
+    config = stored or {
+        **s,
+        "t1": t1,
+        "t1_rule": "given (--t1)"
+        if s["t1"] is not None
+        else f"flows.lazy.lazy_horizon: D·ln(10)/(2·λ_min(Σ)) with D = --loss-decades = "
+        f"{s['loss_decades']:g}",
+        **describe,
+        "n_train": int(len(Y)),
+        "n_test": 0 if X_test is None else int(len(X_test)),
+        "in_size": int(X.shape[1]),
+        "n_params": constants.n_params,
+        "loss": "squared, sum: R(y) = ½‖y − y*‖²",
+        "n_save_times": int(len(ts)),
+        "dtype": "float64",
+        "remainder_rule": "flows.lazy.lazy_remainder_rule: remainder form for α >= "
+        f"{flows.lazy.LAZY_REMAINDER_ALPHA:g}, direct form below",
+    }
+    folder.start(config)
+    shared = {"settings": s, "X": X, "Y": Y, "heldout": X_test, "ts": ts}
+    if user_model:
+        shared["model"] = model  # sent to the workers (an equinox Module pickles)
+    results = _alpha_sweep(sweep, folder, shared)
+    records = [record_of(r) for r in results]
+    _interrupt.check()
+    try:
+        arrays = [r.arrays for r in results]
+        info = sweep.summary(results, parts=PARTS)
+        write_results(folder.path, config, records, arrays, constants, s, t1, info)
+        from ._plots import plot  # matplotlib only when drawing: `gradflows list` stays fast
+
+        figures = plot(folder.path)
+        print_summary(folder.path, figures)
+    except Exception as e:  # the finished α stay on disk: say so, and how to redo the report
+        raise RuntimeError(
+            f"the report stage failed ({type(e).__name__}: {e}); {folder.kept} are kept in "
+            f"{folder.path} (part-<key>.json/.npz); write the report again with: "
+            f"{folder.resume_command()}"
+        ) from e
+    return 1 if any(r["failed"] for r in records) else 0
+
+
+class Kept:
+    """What an interrupted lazy run keeps, read from its folder when asked (`str()`): the
+    finished α, and the α in progress whose checkpoint `--resume` continues, with the flow
+    time it holds. An α interrupted before its first checkpoint (written after the first
+    chunk of its solve, i.e. after compilation and 1/`chunks` of the save times) starts
+    again."""
+
+    def __init__(self, path: str, alphas):
+        self.path, self.alphas, self.finished = path, list(alphas), 0
+
+    def checkpoints(self) -> list[tuple[float, float]]:
+        """(α, flow time held) of every checkpoint in the folder."""
+        out = []
+        for alpha in self.alphas:
+            name = checkpoint_path(self.path, task_key({"alpha": alpha}))
+            try:
+                with np.load(name, allow_pickle=False) as ck:
+                    out.append((alpha, float(ck["t"])))
+            except (OSError, ValueError, KeyError):
+                continue
+        return out
+
+    def __str__(self) -> str:
+        text = f"{self.finished} of {len(self.alphas)} α finished"
+        held = self.checkpoints()
+        if held:
+            each = ", ".join(f"α={a:.3g} at t={t:.3g}" for a, t in held)
+            text += f", and the checkpoints of {each} (--resume goes on from them)"
+        return text
+
+
+def _alpha_sweep(sweep, folder, shared) -> list:
+    """Every α as a task of the sweep layer; the interrupt line says what is kept (`Kept`)."""
+    alphas = shared["settings"]["alphas"]
+    tasks = [{"alpha": alpha} for alpha in alphas]
+    kept = Kept(folder.path, alphas)
+
+    def count(result):
+        kept.finished += not result.failed
+
+    folder.kept = kept
+    return sweep.run(
+        alpha_task,
+        tasks,
+        folder.path,
+        shared=shared,
+        desc="alpha sweep",
+        check=_interrupt.check,
+        on_result=count,
+        order=_interleaved(alphas),
+    )
+
+
+def _interleaved(alphas) -> list[int]:
+    """Task order: the two forms of lazy_comparison alternate (direct, remainder, direct, ...),
+    so that two workers start by compiling different forms and each later loads the other's
+    from the shared compilation cache instead of compiling it again."""
+    forms = ([], [])
+    for i, alpha in enumerate(alphas):
+        forms[flows.lazy.lazy_remainder_rule(alpha)].append(i)
+    direct, remainder = forms
+    order = [i for pair in zip(direct, remainder) for i in pair]
+    n = min(len(direct), len(remainder))
+    return order + direct[n:] + remainder[n:]
