@@ -141,7 +141,11 @@ class Sweep:
             )
             # One compilation cache for the local workers: what one worker compiled, the
             # others load (the same executable, so the same bits) instead of compiling again.
-            cache = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="gradflows-"))
+            # A cache the caller names in JAX_COMPILATION_CACHE_DIR (the test session's) is
+            # shared with them; otherwise a temporary one per cluster.
+            cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or self._stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="gradflows-")
+            )
             self._cluster = LocalCluster(
                 env={"JAX_COMPILATION_CACHE_DIR": cache},
                 n_workers=min(self.workers, pending),

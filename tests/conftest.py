@@ -1,18 +1,54 @@
-import gc
+"""Session-wide test setup: float64, one persistent compilation cache per session, and a bound
+on the memory mappings that compiled XLA programs hold.
 
-import jax
-import pytest
+The cache: every process of the session (pytest-xdist workers, CLI subprocesses, Dask workers)
+inherits `JAX_COMPILATION_CACHE_DIR`, a fresh temporary folder made here and removed at the
+end, so runs stay cold and repeatable while a program compiled once is read back elsewhere.
+It takes precedence over any default the library sets. Programs with host callbacks (every
+`gradient_flow` solve, which counts evaluations through `jax.debug.callback`) are never written
+to a persistent cache by JAX: for those only the in-process cache helps."""
+
+import gc
+import os
+import shutil
+import tempfile
+
+_OWNER = "GRADFLOWS_TEST_CACHE_OWNER"  # pid of the process that made the session's cache
+
+if os.environ.get(_OWNER) is None:  # the session's first process (xdist's controller)
+    os.environ[_OWNER] = str(os.getpid())
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradflows-jax-cache-")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+
+import jax  # noqa: E402  (after the environment it reads)
+import pytest  # noqa: E402
+
+from tests.helpers import max_map_count, memory_maps  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+def pytest_unconfigure(config):
+    if os.environ.get(_OWNER) == str(os.getpid()):
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+
+
+# XLA's CPU backend JIT-compiles each program into its own memory mappings (measured: about
+# 9 per small program, released by `jax.clear_caches()`). A process that keeps every program
+# of the suite runs into `vm.max_map_count`; there the next mmap inside LLVM fails and XLA's
+# compiler dies with a segmentation fault (the crash a full single-process run once hit near
+# its end; tests/flows/test_xla_map_limit.py reproduces it). Compiled programs are kept across
+# modules, so that modules sharing a problem share its compilation, and released only when
+# the process holds more than half of the limit: the other half (~32,000 mappings, some 3,600
+# programs) is headroom for the next module (measured: a module adds 500 to 2,500).
+MAP_BUDGET = max_map_count() // 2
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _release_compiled_programs():
-    """After each test module, drop JAX's compiled programs and collect garbage.
-
-    The suite compiles several hundred XLA programs in one process; one full run on the 2-core
-    machine died with a segmentation fault inside XLA's compiler near its end (a test that
-    passes alone in 21 s). Releasing them per module keeps the process's state bounded."""
+def _bound_compiled_programs():
     yield
-    jax.clear_caches()
-    gc.collect()
+    if memory_maps() > MAP_BUDGET:
+        jax.clear_caches()
+        gc.collect()

@@ -1,4 +1,5 @@
-"""Shared test helpers: the CLI runner (in-process and as a real subprocess) and small files."""
+"""Shared test helpers: the CLI runner (in-process and as a real subprocess), small files, and
+the count of this process's memory mappings (see tests/conftest.py)."""
 
 import os
 import subprocess
@@ -42,3 +43,23 @@ def one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
+
+
+def memory_maps() -> int:
+    """The number of memory mappings of this process (lines of /proc/self/maps; 0 where that
+    file does not exist)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+def max_map_count() -> int:
+    """The kernel's limit on one process's memory mappings (`vm.max_map_count`, 65530 by
+    default on Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 65530

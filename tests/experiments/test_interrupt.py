@@ -23,10 +23,11 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
     "lazy": (["--width", "8", "--n-train", "12", "--n-test", "0", "--t1", "0.5", "--n-times",
               "10", "--alphas", "1,3,10,30,100,300", "--no-progress", "--workers", "0"],
              f"part-{task_key({'alpha': 1.0})}.json"),  # Dask: tests/experiments/test_lazy_sweep.py
-    # gd only: the largest step finishes in a second, the two smaller ones take ~8 s more
-    # (200,000 and 1,000,000 steps), so the interrupt lands in the middle of the run
+    # gd only: the largest step finishes in a second, the two smaller ones take ~2 s more
+    # (100,000 and 200,000 steps; 1,200,000 took ~8 s), so the interrupt, 0.5 s after the
+    # first part, lands in the middle of the run
     "balance": (["--parts", "gd", "--n-train", "40", "--hidden", "4,3", "--etas",
-                 "0.2,0.01,0.002", "--gd-t1", "2000", "--n-save", "10", "--workers", "0"],
+                 "0.2,0.02,0.01", "--gd-t1", "2000", "--n-save", "10", "--workers", "0"],
                 f"part-{task_key({'part': 'gd', 'eta': 0.2})}.json"),
     "portrait": (["--grid", "9", "--field-grid", "7", "--alphas", "1,10", "--gd-steps", "4",
                   "--workers", "0"], f"part-{task_key({'figure': 'seed'})}.json"),

@@ -1,5 +1,6 @@
-"""`gradflows run lazy` on a real Dask LocalCluster: the same bits as in-process, a worker killed
-mid-sweep, Ctrl-C of the client, and bad `--workers`/`--scheduler` values."""
+"""`gradflows run lazy` on real Dask workers: the same bits as in-process and a worker killed
+mid-sweep (on the session's LocalCluster, `--scheduler`), Ctrl-C of a client with its own
+cluster (`--workers 2`), and bad `--workers`/`--scheduler` values."""
 
 import json
 import os
@@ -53,35 +54,23 @@ def reference(tmp_path_factory):
     return _numbers(folder)
 
 
-def _argv(folder, alphas=ALPHAS, t1=0.5):
+def _argv(folder, alphas=ALPHAS, t1=0.5, backend=("--workers", "2")):
     alphas = ",".join(f"{a:g}" for a in alphas)
-    return [
-        "run",
-        "lazy",
-        *TINY,
-        "--t1",
-        str(t1),
-        "--alphas",
-        alphas,
-        "--workers",
-        "2",
-        "--out",
-        folder,
-    ]
+    return ["run", "lazy", *TINY, "--t1", str(t1), "--alphas", alphas, *backend, "--out", folder]
 
 
 @pytest.mark.slow
-def test_two_workers_give_the_same_bits_as_in_process(reference, tmp_path):
+def test_two_workers_give_the_same_bits_as_in_process(reference, scheduler, tmp_path):
     folder = str(tmp_path / "two")
-    assert main(_argv(folder)) == 0
+    assert main(_argv(folder, backend=("--scheduler", scheduler))) == 0
     _assert_same_bits(folder, reference)
     res = _results(folder)
-    assert res["sweep"]["backend"].startswith("Dask LocalCluster, 2 worker")
+    assert res["sweep"]["backend"] == f"Dask scheduler {scheduler}"
     assert {r["task"]["worker"] for r in res["runs"]} == {"0", "1"}
     assert all(r["task"]["peak_rss_bytes"] > 50 * 2**20 for r in res["runs"])  # JAX + XLA
     assert res["sweep"]["critical_path_s"] == max(r["wall_s"] for r in res["runs"])
     logs = os.listdir(os.path.join(folder, "logs"))
-    assert {"cluster.log", "worker-0.log", "worker-1.log"} <= set(logs)
+    assert {"worker-0.log", "worker-1.log"} <= set(logs)
     assert {f"{task_key({'alpha': a})}.log" for a in ALPHAS} <= set(logs)
 
 
@@ -96,7 +85,7 @@ def _task_pid(folder, key):
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_sweep_costs_only_its_task(reference, tmp_path):
+def test_a_worker_killed_mid_sweep_costs_only_its_task(reference, scheduler, tmp_path):
     folder = str(tmp_path / "killed")
     victim = task_key({"alpha": 1000.0})  # the last task: others have finished or are running
     killed = []
@@ -112,7 +101,7 @@ def test_a_worker_killed_mid_sweep_costs_only_its_task(reference, tmp_path):
 
     thread = threading.Thread(target=kill_the_victims_worker, daemon=True)
     thread.start()
-    assert main(_argv(folder)) == 0
+    assert main(_argv(folder, backend=("--scheduler", scheduler))) == 0
     thread.join()
     assert len(killed) == 1
     _assert_same_bits(folder, reference)  # the retry started from scratch
@@ -174,7 +163,10 @@ def test_ctrl_c_exits_130_keeps_parts_leaves_no_process_and_resume_finishes(tmp_
             kept[name] = f.read()
     assert 1 <= len(kept) < 6
     assert main(["run", "lazy", "--resume", folder, "--no-progress", "--workers", "2"]) == 0
-    runs = _results(folder)["runs"]
+    res = _results(folder)  # the CLI's own LocalCluster, logged beside the workers
+    assert res["sweep"]["backend"].startswith("Dask LocalCluster, 2 worker")
+    assert {"cluster.log", "worker-0.log", "worker-1.log"} <= set(os.listdir(f"{folder}/logs"))
+    runs = res["runs"]
     assert [r["alpha"] for r in runs] == [10.0, 20.0, 30.0, 50.0, 100.0, 200.0]
     assert sum(r["task"]["resumed"] for r in runs) == len(kept)
     for name, text in kept.items():  # kept parts were not computed again

@@ -1,4 +1,4 @@
-"""`gradflows run portrait`: the files it writes (on a Dask LocalCluster and in-process), resume
+"""`gradflows run portrait`: the files it writes (on Dask workers and in-process), resume
 from the figures' parts, and one-line errors with exit code 2."""
 
 import json
@@ -17,11 +17,11 @@ def _run(*argv):
 
 
 @pytest.mark.slow
-def test_run_writes_config_results_arrays_and_figures(tmp_path):
+def test_run_writes_config_results_arrays_and_figures(scheduler, tmp_path):
     out = tmp_path / "run"
     small = ["--grid", "11", "--field-grid", "9", "--alphas", "1", "10", "--gd-steps", "4"]
     argv = ["--w0", "0.37", "-1.21", "--target", "0.8", *small, "--no-progress"]
-    assert _run("--out", str(out), *argv, "--workers", "2") == 0
+    assert _run("--out", str(out), *argv, "--scheduler", scheduler) == 0  # the session's cluster
     for name in ("seed", "flows", "conservation"):
         assert (out / f"{name}.npz").stat().st_size > 0
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -31,7 +31,7 @@ def test_run_writes_config_results_arrays_and_figures(tmp_path):
     assert s["w0"] == [0.37, -1.21] and config["experiment"] == "portrait"
     results = json.loads((out / "results.json").read_text())
     assert results["complete"] and results["sweep"]["tasks"] == 3
-    assert results["sweep"]["backend"].startswith("Dask LocalCluster, 2 worker")
+    assert results["sweep"]["backend"] == f"Dask scheduler {scheduler}"
     lengths = np.array(results["flows"]["path_length_from_w0"])
     np.testing.assert_allclose(lengths[1] / lengths[0], 0.1, rtol=0.15)
     assert results["conservation"]["max_flow_drift_of_balancedness"] <= 1e-8

@@ -1,5 +1,6 @@
-"""The sweep layer with a cheap task: keys, parts, resume, same bits on a real LocalCluster,
-a worker killed mid-task, a task that kills every worker, memory per task, bad backends."""
+"""The sweep layer with a cheap task: keys, parts, resume, same bits on a real LocalCluster (the
+session's `cluster`, tests/experiments/conftest.py), a worker killed mid-task, a task that kills
+every worker, memory per task, bad backends."""
 
 import hashlib
 import json
@@ -46,12 +47,6 @@ def cheap(task, shared, ctx):
 
 def _runs(markers, key):
     return [name for name in os.listdir(markers) if name.startswith(key)]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with Sweep(workers=2, progress=False) as sweep:
-        yield sweep
 
 
 @pytest.fixture

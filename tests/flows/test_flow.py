@@ -56,13 +56,22 @@ def test_observables_are_recorded_without_keeping_weights():
     np.testing.assert_allclose(traj.observables["norm"], exact, rtol=1e-8)  # measured 9.6e-13
 
 
-def _regression():
+def _make_regression():
     k = jax.random.split(jax.random.PRNGKey(0), 3)
     net = models.TwoLayerNet(3, 8, activation="tanh", key=k[0])
     X = jax.random.normal(k[1], (6, 3))
     Y = jax.random.normal(k[2], (6,))
     loss = flows.SquaredLoss()
     return net, lambda m: loss(jax.vmap(m)(X), Y)
+
+
+# One loss object for the module: solves of it with the same solver and outputs share their
+# compiled programs (a new lambda per test would compile each anew).
+_REGRESSION = _make_regression()
+
+
+def _regression():
+    return _REGRESSION
 
 
 # Stated budgets for the stiff squared-loss flow to t = 1e6 under solver="auto", in steps and
