@@ -1,6 +1,7 @@
 """The sharpness S = λ_max(∇²L) and the next eigenvalues, by Lanczos on Hessian-vector
 products of the full-batch loss, in float64."""
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -75,17 +76,44 @@ def sharpness(
     **Returns:** `values` of shape `(k,)` (the loss's units per parameter²), or `(values,
     vectors)` with `vectors` of shape `(k, p)`, flat, unit norm, sign arbitrary.
 
-    **Raises:** `ValueError` naming `k` (not an integer in [1, p]) or `params` (no trainable
-    leaves, not float64); `TypeError` naming `loss` (not a float scalar).
+    **Raises:** `ValueError` naming `k` (not an integer in [1, p]), `tol` (not in (0, 1)),
+    `max_iters` (not an integer ≥ k), `v0` (not p or k·p numbers) or `params` (no trainable
+    leaves, not float64); `TypeError` naming `loss` (not a float scalar); a `UserWarning`
+    when Lanczos stops at `max_iters` with its residual above `tol`.
 
     **Reference:** Cohen, Kaur, Li, Kolter & Talwalkar 2021, "Gradient descent on neural
     networks typically occurs at the edge of stability", ICLR, §3 and App. (sharpness by
     Lanczos on the full batch); Golub & Van Loan §10.1 (Lanczos).
     """
     f, w, _, _ = flat_loss(loss, params)
-    k = check_k(k, w.shape[0])
-    values, vectors, _, _ = top_eigenpairs(f, w, k, v0, tol=tol, max_iters=max_iters)
+    p = w.shape[0]
+    k = check_k(k, p)
+    _check_search(tol, max_iters, k, v0, p)
+    values, vectors, _, residual = top_eigenpairs(f, w, k, v0, tol=tol, max_iters=max_iters)
+    if not isinstance(residual, jax.core.Tracer) and float(residual) > tol:
+        warnings.warn(
+            f"sharpness: Lanczos stopped at max_iters={max_iters} with relative Ritz residual "
+            f"{float(residual):.2g} > tol={tol:g}; raise max_iters for eigenvalues to tol",
+            stacklevel=2,
+        )
     return (values, vectors) if eigenvectors else values
+
+
+def _check_search(tol, max_iters, k: int, v0, p: int) -> None:
+    """One line naming `tol`, `max_iters` or `v0` when it cannot give a Lanczos search."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)):
+        raise ValueError(f"tol must be a real number in (0, 1), got {tol!r}")
+    if not 0.0 < float(tol) < 1.0:
+        raise ValueError(f"tol must lie in (0, 1), got {tol!r}")
+    if isinstance(max_iters, bool) or not isinstance(max_iters, (int, np.integer)):
+        raise ValueError(f"max_iters must be an integer >= k = {k}, got {max_iters!r}")
+    if max_iters < k:
+        raise ValueError(f"max_iters must be >= k = {k}, got {max_iters}")
+    if v0 is not None and np.size(v0) not in (p, k * p):
+        raise ValueError(
+            f"v0 must hold p = {p} or k·p = {k * p} numbers (flat (p,) or (k, p)), "
+            f"got shape {np.shape(v0)}"
+        )
 
 
 def sharpness_along(loss: Callable, trajectory, k: int = 1, *, tol: float = TOL):

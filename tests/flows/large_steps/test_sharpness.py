@@ -52,3 +52,25 @@ def test_sharpness_refuses_bad_k_and_non_scalar_loss():
         flows.sharpness(loss, w, 0)
     with pytest.raises(TypeError, match="loss"):
         flows.sharpness(lambda w: w**2, w)
+
+
+def test_sharpness_refuses_a_search_that_cannot_reach_tol_by_name():
+    loss, w = _problem(4)
+    for kwargs, name in [
+        ({"max_iters": 0}, "max_iters"),
+        ({"max_iters": 2.5}, "max_iters"),
+        ({"tol": -1.0}, "tol"),
+        ({"tol": 0.0}, "tol"),
+        ({"v0": jnp.ones(3)}, "v0"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{name} must"):
+            flows.sharpness(loss, w, **kwargs)
+
+
+def test_sharpness_warns_when_max_iters_stops_lanczos_above_tol():
+    # diag(1..10): λ₁ = 10; two Lanczos vectors give 9.73 (found by a new-user pass), so the
+    # residual is far above tol and the call must say so rather than return it silently.
+    d = jnp.arange(1.0, 11.0)
+    with pytest.warns(UserWarning, match="raise max_iters"):
+        value = flows.sharpness(lambda w: 0.5 * jnp.sum(d * w**2), jnp.ones(10), max_iters=2)
+    assert abs(float(value[0]) - 10.0) > 1e-3
