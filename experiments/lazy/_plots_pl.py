@@ -29,10 +29,13 @@ def _mu(arr, i, suffix, floor):
 
 def sup_gaps(res: dict, arr: dict) -> tuple[np.ndarray, np.ndarray]:
     """`(alphas, sup_t |μ(t) − μ̄(t)|/λ_min)` over the finished α, at the save times where both
-    quotients are defined; α where they never are, or where the gap is 0, are left out."""
+    quotients are defined; α where they never are, or where the gap is 0, are left out. None
+    at all when λ_min(Σ) is not positive (a singular NTK Gram matrix: no relative gap)."""
     runs = {r["alpha"]: r for r in res["runs"] if not r["failed"]}
     lam = res["theory"]["lambda_min"]
     out = []
+    if not lam > 0:
+        return np.array([]), np.array([])
     for i, alpha in enumerate(arr["alphas"]):
         run = runs.get(float(alpha))
         if run is None:

@@ -324,3 +324,6 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
     assert th["alpha_min"] is None and th["unavailable"]["alpha_min"]
     assert "alpha_min unavailable" in captured.out or "C0 unavailable" in captured.out
     assert os.path.exists(os.path.join(out, f"part-{task_key({'alpha': 10.0})}.npz"))
+    # μ/λ_min is undefined at λ_min = 0: no PL figure, the others are drawn
+    assert not os.path.exists(os.path.join(out, "pl.png"))
+    assert os.path.exists(os.path.join(out, "loss.png"))
