@@ -85,12 +85,19 @@ def handling():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    read, write = os.pipe()
-    os.set_blocking(write, False)
+    # SIGINT is held back while the handler is set up, and the watcher starts only after it:
+    # a Ctrl-C in between (thread.start() waits for the thread, long under load) would meet
+    # Python's own handler and end in a traceback. The byte waits in the pipe for the watcher.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        old_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        old_handler = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     thread = threading.Thread(target=_watcher, args=(read,), daemon=True, name="gradflows-sigint")
     thread.start()
-    old_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    old_handler = signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         yield
     finally:

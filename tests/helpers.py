@@ -32,6 +32,30 @@ def gradflows(*argv, **popen) -> subprocess.Popen:
     )
 
 
+def wait_for_sigint_handler(proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until the `gradflows` subprocess `proc` handles Ctrl-C itself: its SIGINT wakeup
+    pipe (`experiments._interrupt.handling`, the first thing `main` does) is open, seen as a
+    pipe at a descriptor above stderr in /proc (Linux). Before that, SIGINT meets Python's own
+    handler, a KeyboardInterrupt at interpreter start; a fixed sleep did not cover it at load 17."""
+    import time
+
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            links = [
+                os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+                for fd in os.listdir(f"/proc/{proc.pid}/fd")
+                if int(fd) > 2
+            ]
+        except OSError:  # a descriptor closed while listed
+            links = []
+        if any(link.startswith("pipe:") for link in links):
+            return  # SIGINT is blocked from before the pipe is made until the handler is set
+        time.sleep(0.01)
+    raise AssertionError(f"no SIGINT handler after {timeout} s")
+
+
 def write(path, text: str, encoding: str = "utf-8") -> str:
     with open(path, "w", encoding=encoding) as f:
         f.write(text)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from experiments._sweep import task_key
-from tests.helpers import gradflows
+from tests.helpers import gradflows, wait_for_sigint_handler
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +63,7 @@ def test_interrupt_before_the_folder_exists_keeps_nothing_and_says_so(name, tmp_
     argv, _ = RUNS[name]
     folder = tmp_path / "run"
     proc = gradflows("run", name, *argv, "--out", folder)
-    time.sleep(1.5)  # the handler is installed, the run is usually still importing JAX
+    wait_for_sigint_handler(proc)  # the run is then usually still importing JAX
     code, err = _interrupt(proc)
     assert code == 130, err
     last = err.strip().splitlines()[-1]
