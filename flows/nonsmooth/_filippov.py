@@ -135,11 +135,11 @@ def filippov_flow(
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     alpha = check_positive("alpha", alpha)
-    name = "tsit5" if settings.solver == "auto" else settings.solver
+    name = "tsit5" if settings.name == "auto" else settings.name
     if name not in EXPLICIT:
         raise ValueError(
             f"solver: filippov_flow solves each piece with an explicit Runge–Kutta method "
-            f"{EXPLICIT} (the pieces are smooth and not stiff at kinks), got {settings.solver!r}"
+            f"{EXPLICIT} (the pieces are smooth and not stiff at kinks), got {settings.name!r}"
         )
     rtol, atol, max_steps = settings.rtol, settings.atol, settings.max_steps
     solver = make_solver(name, rtol, atol)
