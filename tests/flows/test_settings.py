@@ -1,12 +1,17 @@
 """SolveSettings: one object, validated once, one set of defaults; the keyword overrides of
 the entry points mean the same as the object; the lazy rules live in flows."""
 
+import dataclasses
 import json
+import math
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import flows
+import models
 
 
 def quadratic(p):
@@ -103,3 +108,121 @@ def test_the_auto_options_reach_the_solve():
     assert 0 < never.stats["stiffness_tests"] < 0.01 * never.stats["num_steps"]
     assert often.stats["stiffness_tests"] >= 0.15 * often.stats["num_steps"] > 15
     assert never.config["solver_options"]["stiff_tests"] == 10**9
+
+
+def test_replace_refuses_an_unknown_name_and_the_object_is_frozen():
+    with pytest.raises(TypeError, match="rtl"):
+        flows.SolveSettings().replace(rtl=1e-9)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        flows.SolveSettings().rtol = 1e-3
+
+
+def test_to_dict_is_plain_json_with_normalised_types():
+    s = flows.SolveSettings(rtol=np.float32(1e-6), max_steps=np.int64(10), chunks=3.0)
+    d = s.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert type(d["rtol"]) is float and type(d["max_steps"]) is int and type(d["chunks"]) is int
+
+
+def test_every_entry_point_uses_the_one_set_of_defaults():
+    defaults = flows.SolveSettings().to_dict()
+    flow = flows.gradient_flow(quadratic, jnp.ones(2), 1.0)
+    assert {k: flow.config[k] for k in defaults} == defaults
+    net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
+    X = jax.random.normal(jax.random.PRNGKey(1), (4, 2))
+    lazy = flows.lazy.lazy_comparison(net, (X, jnp.zeros(4)), 1.0, 0.1)
+    assert {k: lazy.config[k] for k in defaults} == defaults
+    gd = flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1)
+    assert gd.config["max_steps"] == defaults["max_steps"]
+
+
+def test_keyword_overrides_equal_the_settings_object():
+    settings = flows.SolveSettings(solver="dopri5", rtol=1e-9, atol=1e-11, chunks=3)
+    a = flows.gradient_flow(quadratic, jnp.ones(2), 2.0, settings=settings)
+    b = flows.gradient_flow(
+        quadratic, jnp.ones(2), 2.0, solver="dopri5", rtol=1e-9, atol=1e-11, chunks=3
+    )
+    # Overrides apply on top of a given object.
+    c = flows.gradient_flow(
+        quadratic, jnp.ones(2), 2.0, settings=settings.replace(rtol=1e-3), rtol=1e-9
+    )
+    for other in (b, c):
+        assert other.config == a.config and other.stats == a.stats
+        np.testing.assert_array_equal(other.params, a.params)
+    with pytest.raises(TypeError, match="rtl"):
+        flows.gradient_flow(quadratic, jnp.ones(2), 1.0, rtl=1e-9)
+    with pytest.raises(ValueError, match="settings"):
+        flows.gradient_flow(quadratic, jnp.ones(2), 1.0, settings={"rtol": 1e-9})
+
+
+def test_flow_and_gradient_descent_report_the_same_stats_keys():
+    flow = flows.gradient_flow(quadratic, jnp.ones(2), 1.0)
+    gd = flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1)
+    keys = set(dataclasses.asdict(flows.SolveStats()))
+    assert set(flow.stats) == set(gd.stats) == keys
+    assert gd.stats["num_steps"] == gd.stats["num_accepted_steps"] == gd.stats["grad_evals"] == 10
+
+
+def test_gradient_descent_budget_is_max_steps():
+    with pytest.raises(flows.MaxStepsReached, match="max_steps=5"):
+        flows.gradient_descent(quadratic, jnp.ones(2), 1.0, eta=0.1, max_steps=5)
+
+
+def test_lazy_remainder_rule_switches_at_thirty():
+    assert flows.lazy.LAZY_REMAINDER_ALPHA == 30.0
+    assert not flows.lazy.lazy_remainder_rule(29.999)
+    assert flows.lazy.lazy_remainder_rule(30.0) and flows.lazy.lazy_remainder_rule(1e6)
+    with pytest.raises(ValueError, match="alpha"):
+        flows.lazy.lazy_remainder_rule(0.0)
+
+
+@pytest.mark.parametrize("alpha", [10.0, 30.0])
+def test_lazy_comparison_auto_follows_the_rule(alpha):
+    net = models.TwoLayerNet(2, 3, activation="tanh", key=jax.random.PRNGKey(0))
+    X = jax.random.normal(jax.random.PRNGKey(1), (4, 2))
+    res = flows.lazy.lazy_comparison(net, (X, jnp.zeros(4)), alpha, 0.1, ts=[0.0, 0.1])
+    assert res.config["remainder"] is flows.lazy.lazy_remainder_rule(alpha)
+    assert res.config["nodes"] == flows.lazy.LAZY_NODES
+
+
+def test_lazy_horizon_makes_the_slowest_mode_fall_by_d_decades():
+    lam, decades = 0.37, 6.0
+    t1 = flows.lazy.lazy_horizon(lam, decades)
+    # The loss of the slowest mode, e^{-2λt}, falls by exactly 10^D (identity; float64 round-off).
+    assert math.isclose(math.exp(-2 * lam * t1), 10**-decades, rel_tol=1e-12)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="lambda_min"):
+            flows.lazy.lazy_horizon(bad, decades)
+    with pytest.raises(ValueError, match="decades"):
+        flows.lazy.lazy_horizon(lam, 0.0)
+
+
+def test_explicit_steps_is_the_step_count_tsit5_needs_on_a_stiff_quadratic():
+    # F(w) = ½Σλ_i w_i², λ from 1 to 500: after the fast mode decays (t ≈ 0.1), Tsit5's step
+    # is held at its stability boundary h·λ_max ≈ 3.5, whatever rtol asks for.
+    lam = jnp.asarray([1.0, 20.0, 500.0])
+    t1 = 20.0
+    bound = flows.lazy.explicit_steps(t1, 500.0, "tsit5")
+    assert bound == pytest.approx(500.0 * 20.0 / 3.5, rel=1e-12)
+    traj = flows.gradient_flow(
+        lambda w: 0.5 * jnp.sum(lam * w**2), jnp.ones(3), t1, solver="tsit5", rtol=1e-6
+    )
+    accepted = traj.stats["num_accepted_steps"]
+    assert 0.9 * bound <= accepted <= 1.5 * bound, (accepted, bound)  # measured 2,911 of 2,857
+    assert flows.lazy.explicit_steps(t1, 0.0) == 0.0
+    for kwargs, named in (
+        ({"t1": 0.0}, "t1"),
+        ({"lambda_max": float("nan")}, "lambda_max"),
+        ({"solver": "kvaerno5"}, "solver"),
+    ):
+        args = {"t1": t1, "lambda_max": 500.0, **kwargs}
+        with pytest.raises(ValueError, match=named):
+            flows.lazy.explicit_steps(**args)
+
+
+def test_lazy_save_times_resolve_the_fastest_mode_and_end_at_t1():
+    ts = flows.lazy.lazy_save_times(100.0, 50.0, 30)
+    assert ts[0] == 0.0 and ts[-1] == 100.0 and np.all(np.diff(ts) > 0)
+    assert ts[1] == pytest.approx(1e-2 / 50.0, rel=1e-12)  # min(1e-3·t1, 1e-2/λ_max)
+    assert np.all(np.isin(np.linspace(0, 100.0, 21)[1:], ts))
+    assert flows.lazy.lazy_save_times(100.0, 0.0, 30)[1] == pytest.approx(0.1, rel=1e-12)
