@@ -242,7 +242,7 @@ def integrate(
     bar = tqdm(
         total=n_chunks, initial=done, desc=desc, unit="chunk", disable=not progress, leave=False
     )
-    # Traced once per solve, not per segment (each device scalar costs ~0.1–0.4 ms to make).
+    # Traced once per solve, not per segment (each device scalar costs: docs/performance.md).
     tolerances = tuple(jnp.asarray(x) for x in (rtol, atol, DTMIN_RELATIVE))
     if report is not None:
         report(t_start)

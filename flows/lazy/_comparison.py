@@ -256,8 +256,7 @@ def lazy_comparison(
     α(αh(w) − ȳ), `remainder` being ignored (its second derivative D²h misses the kinks).
     The Filippov solve works in w, whose displacement is O(1/α): it gets rtol/α and atol/α
     (rtol at least 1e-14), so that the displacement is resolved as in the joint solve; above
-    α ≈ 1e4 (rtol 1e-10) float64's resolution of w sets the floor (measured on a width-6 net
-    at α = 1e6: weight gap 1.9e-12 on its α⁻² line, output gap floor 3e-8).
+    α ≈ 1e4 (rtol 1e-10) float64's resolution of w sets the floor (docs/performance.md).
 
     **Arguments:**
     - `model`: an equinox Module called on one input `x` of shape `(d,)`, returning `()` or
