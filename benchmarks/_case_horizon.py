@@ -41,13 +41,13 @@ def _horizon_agreement(prob, results, ref_name):
 
 def case_horizon(cfg, params):
     """Steps, gradient evaluations and wall time to t = 1e6 (squared loss: "auto", "auto"
-    with stiff_steps=100, "kvaerno5"; logistic deep linear net: "auto")."""
+    with flows.Auto(stiff_steps=100), "kvaerno5"; logistic deep linear net: "auto")."""
     t1 = cfg.horizon_t1
     prob = problem("two_layer", params, cfg)
     settings = {
         "kvaerno5": dict(solver="kvaerno5"),
         "auto": dict(solver="auto"),
-        "auto_stiff_steps_100": dict(solver="auto", stiff_steps=100),
+        "auto_stiff_steps_100": dict(solver=flows.Auto(stiff_steps=100)),
     }
     res = _horizon_runs(prob, settings, t1)
     _horizon_agreement(prob, res, "kvaerno5")

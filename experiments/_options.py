@@ -22,11 +22,6 @@ _NEGATIVE = re.compile(r"^-\.?\d")
 
 SOLVERS = ("tsit5", "dopri5", "dopri8", "kvaerno5", "auto")  # the CLI's subset of flows.SOLVERS
 
-#: The library's defaults, those of `flows.SolveSettings()`, restated because building a
-#: parser (`--help` shows them) must not import JAX; tests/experiments/test_cli.py pins them
-#: to the library's.
-SOLVE_DEFAULTS = {"rtol": 1e-10, "atol": 1e-12, "max_steps": 200_000}
-
 
 class UsageError(ValueError):
     """Bad input from the command line: printed as one line, exit code 2."""
@@ -100,9 +95,7 @@ def add_solver_options(
     parser: argparse.ArgumentParser,
     *,
     solver: str | None = "tsit5",
-    rtol: float = SOLVE_DEFAULTS["rtol"],
-    atol: float = SOLVE_DEFAULTS["atol"],
-    max_steps: int | None = SOLVE_DEFAULTS["max_steps"],
+    max_steps: bool = True,
     max_steps_help: str = "step budget of each solve",
     solvers: tuple = SOLVERS,
     solver_help: str = "diffrax solver, or 'auto' (Tsit5, exprb32 where cheaper)",
@@ -111,8 +104,9 @@ def add_solver_options(
 ) -> argparse._ArgumentGroup:
     """The solver group: `--solver` (unless `solver` is None: fixed by the experiment; with
     `solver_option`, offered with the default None, which the experiment resolves),
-    `--rtol`, `--atol`, `--max-steps` (unless None). Build the settings with
-    `solve_settings`."""
+    `--rtol`, `--atol`, `--max-steps` (with `max_steps`). The tolerances and the budget
+    default to None, "not given": `solve_settings` then takes `flows.SolveSettings`'s own
+    defaults, the library's one set (not restated here: building a parser imports no JAX)."""
     g = parser.add_argument_group("solver (validated as flows.SolveSettings before any work)")
     if solver is not None or solver_option:
         g.add_argument(
@@ -121,20 +115,21 @@ def add_solver_options(
             default=solver,
             help=solver_help if default_in_help else f"{solver_help}; default %(default)s",
         )
-    g.add_argument("--rtol", type=float, default=rtol, help="relative tolerance (%(default)g)")
-    g.add_argument("--atol", type=float, default=atol, help="absolute tolerance (%(default)g)")
-    if max_steps is not None:
-        g.add_argument(
-            "--max-steps", type=int, default=max_steps, help=f"{max_steps_help} (%(default)d)"
-        )
+    library = "default: flows.SolveSettings's, recorded in config.json"
+    g.add_argument("--rtol", type=float, help=f"relative tolerance ({library})")
+    g.add_argument("--atol", type=float, help=f"absolute tolerance ({library})")
+    if max_steps:
+        g.add_argument("--max-steps", type=int, help=f"{max_steps_help} ({library})")
     return g
 
 
 def solve_settings(flags: dict | None = None, **fields):
-    """`flows.SolveSettings(**fields)`; its `ValueError` becomes a `UsageError` that names the
-    flag (`flags` maps a field to the flag that set it; default `--rtol`, `--max-steps`, …)."""
+    """`flows.SolveSettings(**fields)`, fields that are None left out (not given: the
+    library's defaults); its `ValueError` becomes a `UsageError` that names the flag (`flags`
+    maps a field to the flag that set it; default `--rtol`, `--max-steps`, …)."""
     import flows  # JAX only once a run starts
 
+    fields = {k: v for k, v in fields.items() if v is not None}
     try:
         return flows.SolveSettings(**fields)
     except ValueError as e:
@@ -144,15 +139,6 @@ def solve_settings(flags: dict | None = None, **fields):
             name = (flags or {}).get(field, flag(field))
             message = f"{name}{message[len(field) :]}"
         raise UsageError(message) from None
-
-
-def solver_fields(args) -> dict:
-    """The SolveSettings fields given on the command line of `add_solver_options`."""
-    out = {"rtol": args.rtol, "atol": args.atol}
-    for key in ("solver", "max_steps"):
-        if hasattr(args, key):
-            out[key] = getattr(args, key)
-    return out
 
 
 def add_data_options(

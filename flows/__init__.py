@@ -63,6 +63,8 @@ from ._solver._gauss import gauss_legendre_tableau as gauss_legendre_tableau  # 
 from ._solver._solvers import SOLVERS as SOLVERS  # noqa: E402
 from ._solver._solvers import make_solver as make_solver  # noqa: E402
 from ._solver._stiffness import STABILITY_BOUNDARY as STABILITY_BOUNDARY  # noqa: E402
+from ._solver_options import Auto as Auto  # noqa: E402
+from ._solver_options import Kvaerno5 as Kvaerno5  # noqa: E402
 from ._stats import SolveStats as SolveStats  # noqa: E402
 
 # Save times
@@ -91,6 +93,8 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "CrossEntropyLoss",
     "get_loss",
     "SolveSettings",
+    "Auto",
+    "Kvaerno5",
     "ExpRosenbrock32",
     "GaussLegendre",
     "gauss_legendre_tableau",

@@ -48,7 +48,7 @@ class Counter:
     def __init__(self):
         self.id = next(_IDS)
         _COUNTS[self.id] = [0, 0]
-        # made once: a new device scalar per wrap cost ~0.4 ms, per segment of "auto"
+        # made once: a new device scalar per wrap costs (docs/performance.md), per segment
         self._cid = jnp.asarray(self.id, jnp.int32)
 
     def wrap(self, field: Callable, count: bool, solver_counts_jvps: bool = False):
@@ -76,8 +76,8 @@ class CountedField(eqx.Module):
     """Wraps a vector field; with `count=True` each evaluation, and each Jacobian-vector
     product through it, ticks the counter `cid`.
 
-    A host callback costs about 0.1 ms on a CPU, as much as a Hessian-vector product at
-    p ≈ 10⁴ and far more below: a solver that knows how many products it made
+    A host callback costs as much as a Hessian-vector product at p ≈ 10⁴ and far more below
+    (docs/performance.md): a solver that knows how many products it made
     (`ExpRosenbrock32`, its Krylov sizes) reports them once per step through `add_jvps`
     instead, with `solver_counts_jvps=True`, and the products themselves are not ticked."""
 

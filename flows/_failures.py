@@ -59,7 +59,7 @@ def max_steps_advice(phase: str, settings, stats) -> str:
     if phase in IMPLICIT:
         advice.append(
             f"solver={phase!r} is implicit already, so stiffness does not limit its steps; each "
-            f"Newton–GMRES solve is capped at gmres_max_iters={settings.gmres_max_iters} "
+            f"Newton–GMRES solve is capped at gmres_max_iters={settings.kvaerno5.gmres_max_iters} "
             f"Hessian-vector products ({stats.jvp_evals} used in all), and a solve that "
             "exhausts it rejects the step: raise gmres_max_iters if the flow is smooth"
         )
@@ -111,7 +111,7 @@ def collapse_message(
         advice = (
             "a smooth activation (gelu, softplus) avoids kinks; if the flow is smooth, its "
             f"Newton–GMRES solves may be failing: each is capped at gmres_max_iters="
-            f"{settings.gmres_max_iters} Hessian-vector products"
+            f"{settings.kvaerno5.gmres_max_iters} Hessian-vector products"
         )
     elif phase in EXPONENTIAL:
         advice = (

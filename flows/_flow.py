@@ -136,11 +136,11 @@ def gradient_flow(
     - `t1`: final flow time, > 0.
     - `ts`: save times, shape `(T,)`, strictly increasing in [0, t1]. Default:
       `log_times(t1, 100)` (t = 0 and 100 log-spaced times from 1e-3·min(1, t1) to t1).
-    - `settings`: a `SolveSettings` (solver, rtol, atol, max_steps, chunks, stiff_steps,
-      stiff_tests, explicit_tests); default `SolveSettings()`. `solver="auto"` starts with
-      Tsit5 and switches to exprb32 and back along the path where the measured cost of the
-      steps says so; the rule is written once, in the docs: "How to choose a solver"
-      (docs/solvers.md). `max_steps` bounds the steps of the whole solve.
+    - `settings`: a `SolveSettings` (solver, rtol, atol, max_steps, chunks); default
+      `SolveSettings()`, whose solver "auto" switches between Tsit5 and exprb32 by the rule
+      of "How to choose a solver" (docs/solvers.md); `solver=flows.Auto(...)` or
+      `flows.Kvaerno5(...)` sets a solver's options. `max_steps` bounds the steps of the
+      whole solve.
       The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
       quadratic invariants such as balancedness to round-off at any rtol; they step onto
       every save time, so `chunks` is ignored for them.
@@ -184,7 +184,7 @@ def gradient_flow(
     check_loss(loss, params0)
     obs = tuple(sorted((observables or {}).items()))
     # One flat state vector: diffrax's per-step work is then a few array operations, not a
-    # few per leaf (measured: raw diffrax Tsit5 1.29× → 1.22× a bare scan at 10⁴ weights).
+    # few per leaf (measured: docs/performance.md).
     spec = FlatSpec.of(trainable)
     saved, _, stats = integrate(
         _GradientField(loss, static, spec),

@@ -122,9 +122,7 @@ def _prober(field, settings, rtol, atol, symmetric):
     """(t, y) ↦ (h ↦ the error ratio of one trial step of the stiff solver of "auto" from
     (t, y)); built once per solve, called only when a test asks for a trial. `rtol`, `atol`:
     the solve's tolerances as device scalars."""
-    solver = make_solver(
-        AUTO_STIFF, settings.rtol, settings.atol, settings.gmres_max_iters, symmetric=symmetric
-    )
+    solver = make_solver(AUTO_STIFF, settings.rtol, settings.atol, symmetric=symmetric)
 
     def at(t, y):
         return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
@@ -194,25 +192,19 @@ def integrate(
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.
 
-    `settings.solver="auto"` starts with Tsit5 and tests stiffness along the path
-    (`StiffnessMonitor`: h·λ̂ against Tsit5's stability boundary, λ̂ by warm-started Lanczos
-    on the Jacobian, symmetric for a gradient flow; Arnoldi for a field that says its
-    Jacobian is not, `symmetric_jacobian`, and exprb32 then too) at the end of each
-    segment (10 steps after a switch, doubling up to `stiff_steps`); after `stiff_tests`
-    positive tests in a row and an accepted trial step of the exponential Rosenbrock solver
-    exprb32 it goes on with exprb32 from the time reached, and back to Tsit5 after
-    `explicit_tests` tests in a row find Tsit5's steps cheaper than exprb32's (seconds per
-    step, measured along the solve). `stats.switches` records
-    each switch (t, to, h·λ̂, the measured cost ratio of the two solvers' steps);
-    `stats.stiffness` is λ̂·t1 at y0, for the record.
+    `settings.solver="auto"` starts with Tsit5 and switches to exprb32 and back by
+    stiffness tests along the solve (`flows._solver._stiffness.StiffnessMonitor`, with the
+    options `settings.auto`); the rule is described once, in "How to choose a solver"
+    (docs/solvers.md). `stats.switches` records each switch (t, to, h·λ̂, the measured cost
+    ratio of the two solvers' steps); `stats.stiffness` is λ̂·t1 at y0, for the record.
 
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
     `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached and
     what happened (`flows._failures`). Leaves of `save(...)` under an "observables" key may be
     non-finite (an observable undefined at a point); all others must be finite.
     """
-    solver, rtol, atol = settings.solver, settings.rtol, settings.atol
-    max_steps = settings.max_steps
+    solver, rtol, atol = settings.name, settings.rtol, settings.atol
+    max_steps, auto, kvaerno5 = settings.max_steps, settings.auto, settings.kvaerno5
     # A Gauss–Legendre solver steps onto every save time (one chunk per save time): it
     # conserves quadratic invariants at its steps, not at interpolated times.
     n_chunks = len(ts) if solver in GAUSS else max(1, min(settings.chunks, len(ts)))
@@ -231,9 +223,9 @@ def integrate(
     if solver == "auto":
         monitor = StiffnessMonitor(
             symmetric=symmetric,
-            to_stiff=settings.stiff_tests,
-            to_explicit=settings.explicit_tests,
-            longest=settings.stiff_steps,
+            to_stiff=auto.stiff_tests,
+            to_explicit=auto.explicit_tests,
+            longest=auto.stiff_steps,
         )
         phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
         # λ̂ at y0 (for the record; it warm-starts the next test) runs on a second thread, so
@@ -250,7 +242,7 @@ def integrate(
     bar = tqdm(
         total=n_chunks, initial=done, desc=desc, unit="chunk", disable=not progress, leave=False
     )
-    # Traced once per solve, not per segment (each device scalar costs ~0.1–0.4 ms to make).
+    # Traced once per solve, not per segment (each device scalar costs: docs/performance.md).
     tolerances = tuple(jnp.asarray(x) for x in (rtol, atol, DTMIN_RELATIVE))
     if report is not None:
         report(t_start)
@@ -287,8 +279,8 @@ def integrate(
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
                     solver_object = make_solver(
-                        phase, rtol, atol, settings.gmres_max_iters,
-                        size <= settings.dense_max, symmetric,
+                        phase, rtol, atol, kvaerno5.gmres_max_iters,
+                        size <= kvaerno5.dense_max, symmetric,
                     )  # fmt: skip
                     budget = max_steps - stats.num_steps  # traced: no recompilation
                     started = time.perf_counter()
@@ -302,7 +294,7 @@ def integrate(
                         state,
                         solver_object,
                         *tolerances,
-                        budget if monitor is None else min(settings.stiff_steps, budget),
+                        budget if monitor is None else min(auto.stiff_steps, budget),
                     )
                     saved, save_ts, t_reached, y_reached, new_state, st, ok, _, hit, collapsed = out
                     steps = int(st["num_steps"])  # waits for the segment to finish

@@ -12,9 +12,9 @@ class Frozen(eqx.Module):
 
     - `value`: any pytree (e.g. a frozen copy w0 of a model).
 
-    Modules holding a `Frozen` read it through [`read_frozen`][], which applies
-    `jax.lax.stop_gradient` to its array leaves, and [`partition`][] puts all of it in the
-    static half.
+    Modules holding a `Frozen` read it through [`read_frozen`][models.read_frozen], which
+    applies `jax.lax.stop_gradient` to its array leaves, and [`partition`][models.partition]
+    puts all of it in the static half.
     """
 
     value: PyTree

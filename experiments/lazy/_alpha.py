@@ -4,7 +4,6 @@ import numpy as np
 
 import flows
 
-from .._options import solve_settings
 from ._inputs import build_model
 
 LOSS = flows.SquaredLoss("sum")  # R(y) = ½‖y − y*‖²: m = M = 1, κ = 1
@@ -82,10 +81,11 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """Integrate one α = `task["alpha"]`; return its record and its arrays over time.
 
     Runs in a sweep worker (or in-process): the model is `shared["model"]` (a user's model,
-    `experiments.lazy.run`) or rebuilt from the settings `shared["settings"]` (seeded, so every
-    worker builds the same weights); `shared` also holds
-    the data `X`, `Y`, `heldout` and the save times `ts`. A solver failure (MaxStepsReached, a
-    blow-up) is a result: a record with `failed` and its `reason`, and no arrays.
+    `experiments.lazy.run`) or rebuilt from the settings `s = shared["settings"]` (seeded, so
+    every worker builds the same weights), which carry the run's one `flows.SolveSettings`,
+    `s["solve"]` (pickled to a worker as the object); `shared` also holds the data `X`, `Y`,
+    `heldout` and the save times `ts`. A solver failure (MaxStepsReached, a blow-up) is a
+    result: a record with `failed` and its `reason`, and no arrays.
     """
     s, ts, alpha = shared["settings"], shared["ts"], task["alpha"]
     model = shared.get("model") or build_model(s, shared["X"].shape[1])
@@ -102,9 +102,7 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
             loss=LOSS,
             heldout=shared["heldout"],
             ts=ts,
-            settings=solve_settings(
-                solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"]
-            ),
+            settings=s["solve"],  # the run's one SolveSettings, sent with the task
             remainder=remainder,
             nodes=s["nodes"],
             progress=ctx.progress,
@@ -118,7 +116,7 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     pl_record, pl_arrays = _pl(ts, res, float(np.linalg.norm(shared["Y"])))
     arrays.update(pl_arrays)
     window = (1 - s["rate_window"]) * ts[-1]
-    floor = 1e3 * s["rtol"] * res.residual[0]
+    floor = 1e3 * s["solve"].rtol * res.residual[0]
     rate, rate_note = _rate(ts, res.residual, window, floor)
     rate_linearized, rate_linearized_note = _rate(ts, res.residual_linearized, window, floor)
     record.update(

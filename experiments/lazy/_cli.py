@@ -3,7 +3,6 @@
 import argparse
 
 from .._options import (
-    SOLVE_DEFAULTS,
     SOLVERS,
     UsageError,
     add_data_options,
@@ -43,7 +42,10 @@ DEFAULTS = {
     # None: "tsit5" (the library's default is "auto"; "exprk4", ū in closed form and the gap
     # by an exponential integrator, takes 5.6x fewer steps but compiles longer: opt-in)
     "solver": None,
-    **SOLVE_DEFAULTS,  # rtol, atol, max_steps: the library's
+    # None: not given, flows.SolveSettings's defaults (recorded resolved in config.json)
+    "rtol": None,
+    "atol": None,
+    "max_steps": None,
     "nodes": None,
     "rate_window": 0.5,
     "lip_radius": 1.0,
@@ -128,9 +130,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_solver_options(
         p,
         solver=d["solver"],
-        rtol=d["rtol"],
-        atol=d["atol"],
-        max_steps=d["max_steps"],
         max_steps_help="step budget per α",
         solvers=SOLVERS + ("exprk4",),
         solver_help="diffrax solver, 'auto' (Tsit5, exprb32 where cheaper), or 'exprk4' "
@@ -148,9 +147,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # Settings
 
 
+#: The settings keys that are `flows.SolveSettings` fields.
+SOLVE_KEYS = ("solver", "rtol", "atol", "max_steps")
+
+
+def with_solve(s: dict) -> dict:
+    """`s` with `s["solve"]`, the run's one `flows.SolveSettings`, built from `s`'s
+    `SOLVE_KEYS` (None: the library's default), and those keys set to the values it holds,
+    as config.json records them. Called once for a run: on its options, or on a resumed
+    run's config.json. Raises `UsageError` naming the flag."""
+    solve = solve_settings(**{k: s[k] for k in SOLVE_KEYS})
+    s.update({k: getattr(solve, k) for k in SOLVE_KEYS[1:]}, solver=solve.name, solve=solve)
+    return s
+
+
+def config_of(s: dict) -> dict:
+    """The settings `s` as config.json records them: without the `flows.SolveSettings`
+    object, whose fields are the `SOLVE_KEYS` entries."""
+    return {k: v for k, v in s.items() if k != "solve"}
+
+
 def settings(args) -> dict:
-    """The settings of `args`, every one checked (the solver's by `flows.SolveSettings`),
-    before any computation. Raises `UsageError` naming the flag."""
+    """The settings of `args`, every one checked (the solver's by building the run's one
+    `flows.SolveSettings`, `s["solve"]`), before any computation. Raises `UsageError`
+    naming the flag."""
     import flows
     import models
 
@@ -197,7 +217,7 @@ def settings(args) -> dict:
             f"--solver exprk4 needs a smooth activation (its stiff part −JᵀJ is constant); "
             f"{s['activation']} nets need an explicit solver (auto, tsit5, dopri5, dopri8)"
         )
-    solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
+    with_solve(s)
     if s["activation"] in (
         "relu",
         "abs",

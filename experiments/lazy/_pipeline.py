@@ -10,6 +10,7 @@ from .. import _interrupt
 from .._options import UsageError
 from .._sweep_parts import checkpoint_path, task_key
 from ._alpha import LOSS, alpha_task, record_of, smooth
+from ._cli import config_of
 from ._report import print_summary
 from ._results import write_results
 
@@ -33,20 +34,21 @@ def horizon(s, constants) -> float:
 def check_cost(s, t1, lambda_max) -> None:
     """Refuse an explicit solver that cannot reach t1 within --max-steps (exit 2, naming the
     options that change it); say so before starting when it will take long."""
-    boundary = flows.STABILITY_BOUNDARY.get(s["solver"])
+    solver = s["solve"].name
+    boundary = flows.STABILITY_BOUNDARY.get(solver)
     if boundary is None:  # "auto", "exprk4" and the stiff solvers are not bound by λ_max
         return
-    steps = flows.lazy.explicit_steps(t1, lambda_max, s["solver"])
+    steps = flows.lazy.explicit_steps(t1, lambda_max, solver)
     where = (
         f"t1 = {t1:.3g} with λ_max(Σ) = {lambda_max:.3g} needs at least {steps:.3g} "
-        f"{s['solver']} steps per α (λ_max·t1/{boundary:g}, its stability limit)"
+        f"{solver} steps per α (λ_max·t1/{boundary:g}, its stability limit)"
     )
     change = (
         "a shorter --t1 or fewer --loss-decades, or --solver exprk4 or kvaerno5 (their "
         "steps are not held by λ_max)"
     )
-    if steps > s["max_steps"]:
-        raise UsageError(f"--max-steps {s['max_steps']}: {where}; choose {change}")
+    if steps > s["solve"].max_steps:
+        raise UsageError(f"--max-steps {s['solve'].max_steps}: {where}; choose {change}")
     if steps > LONG_RUN_STEPS:
         print(f"note: {where}, a long run; {change} makes it shorter", flush=True)
 
@@ -70,7 +72,7 @@ def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_mode
     check_cost(s, t1, constants.lambda_max)
     ts = flows.lazy.lazy_save_times(t1, constants.lambda_max, s["n_times"])
     config = stored or {
-        **s,
+        **config_of(s),
         "t1": t1,
         "t1_rule": "given (--t1)"
         if s["t1"] is not None

@@ -6,7 +6,7 @@ from tqdm.auto import tqdm
 from .. import _sweep
 from .._files import sha256
 from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
-from ._cli import DEFAULTS, settings
+from ._cli import DEFAULTS, settings, with_solve
 from ._inputs import build_model, describe, load_data, n_parameters
 from ._pipeline import sweep_model
 
@@ -21,7 +21,7 @@ def _run(args, s, sweep) -> int:
     folder = RunFolder.choose("lazy", args.out, args.resume)
     stored = folder.stored_config() if folder.resumed else None
     if stored is not None:
-        s = resumed_settings(stored, folder.path, args, s, DEFAULTS)
+        s = with_solve(resumed_settings(stored, folder.path, args, s, DEFAULTS))
     data = load_data(s)  # bad data fails before a folder is made
     X, Y, X_test, Y_test = data[:4]
     data_sha256 = sha256(X, Y, X_test, Y_test)

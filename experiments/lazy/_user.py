@@ -9,7 +9,7 @@ from .. import _sweep
 from .._files import sha256
 from .._options import UsageError
 from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
-from ._cli import DEFAULTS, settings
+from ._cli import DEFAULTS, settings, with_solve
 
 # The settings a user may give (the rest describe the CLI's own data and nets).
 OPTIONS = (
@@ -109,7 +109,8 @@ def run(
             folder = RunFolder.choose("lazy", out, args.resume)
             stored = folder.stored_config() if folder.resumed else None
             if stored is not None:
-                s = resumed_settings(stored, folder.path, args, s, {**DEFAULTS, **_extra(s)})
+                defaults = {**DEFAULTS, **_extra(s)}
+                s = with_solve(resumed_settings(stored, folder.path, args, s, defaults))
             digest = sha256(X, Y, X_test, Y_test)
             check_resumed_digest(stored, folder.path, "data_sha256", digest, "the data")
             info = {

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--field-grid", type=int, default=41, help="grid points per axis of the streamlines"
     )
-    add_solver_options(parser, solver=None, max_steps=None)
+    add_solver_options(parser, solver=None, max_steps=False)
     add_run_folder_options(parser, "portrait", progress=True)
     add_sweep_options(parser)
 
@@ -73,7 +73,7 @@ def settings(args) -> dict:
     bounded("--grid", args.grid, 5, 2000)
     bounded("--field-grid", args.field_grid, 5, 2000)
     bounded("--gd-steps", args.gd_steps, 1, 10_000)
-    solve_settings(solver="tsit5", rtol=args.rtol, atol=args.atol)
+    solve = solve_settings(solver="tsit5", rtol=args.rtol, atol=args.atol)
     return {
         "figures": [f for f in FIGURES if f in figures],
         "format": args.format,
@@ -89,7 +89,7 @@ def settings(args) -> dict:
         "gd_steps": args.gd_steps,
         "grid": args.grid,
         "field_grid": args.field_grid,
-        "rtol": args.rtol,
-        "atol": args.atol,
+        "rtol": solve.rtol,
+        "atol": solve.atol,
         "solver": "tsit5",
     }

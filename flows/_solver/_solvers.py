@@ -29,12 +29,9 @@ GMRES_RESTART = 10
 #: Default cap on the Hessian-vector products of one GMRES solve inside Newton.
 GMRES_MAX_ITERS = 200
 
-#: Default of `SolveSettings.dense_max`: "kvaerno5" solves its stage equations matrix-free
-#: at every size. Its dense alternative (exact Jacobian from p batched Hessian-vector
-#: products and an LU factorisation) was measured slower on the benchmark two-layer net,
-#: same 117 / 77 steps: 2.6× at p = 100 (1.31 s vs 0.51 s) and 160× at p = 1,000 (232 s vs
-#: 1.4 s), because GMRES on a network's low-rank Hessian converges in a few products while
-#: every Newton iteration re-forms the p×p matrix.
+#: Default of `flows.Kvaerno5.dense_max`: "kvaerno5" solves its stage equations matrix-free
+#: at every size; its dense alternative was slower on every network measured
+#: (docs/performance.md, "The numbers behind the code's defaults").
 KVAERNO_DENSE_MAX = 0
 
 # New vector-field evaluations per step (first-same-as-last tableaux reuse the last stage).

@@ -1,34 +1,14 @@
 """Stiffness decisions of `solver="auto"`, made along the path, both ways, by cost.
 
-A step h of an explicit Runge–Kutta method is stable while h·λ ≤ b, b its stability boundary
-on the negative real axis (Tsit5 ≈ 3.5). A gradient flow's Jacobian is −∇²F, symmetric, so
-λ̂ = λ_max(∇²F) comes from a few Lanczos Hessian-vector products, each test warm-started
-from the previous test's Ritz vector. After every solve segment `StiffnessMonitor.decide`
-compares h·λ̂, h the step the controller proposes next:
-- explicit phase: h·λ̂ ≥ `margin`·b says the controller is held by stability, not by
-  accuracy (a positive test); `to_stiff` positive tests in a row ask for a trial step (below);
-- stiff phase: the explicit solver would need max(1, h·λ̂/b) steps where the stiff solver
-  takes one, so it is cheaper when c_e·max(1, h·λ̂/b) < c_s/2, c_e and c_s the measured
-  seconds per step of each (the median over the solve's segments, the first of each solver
-  left out because it may hold the compilation; until a stiff segment is measured,
-  c_s/c_e is estimated from counts: gradients plus `hvp_cost` per Hessian-vector product,
-  against 6 gradients per Tsit5 step). A test is negative when
-  h·λ̂ < b·max(`back`, c_s/(2·c_e)); `to_explicit` negative tests in a row switch back (in
-  the manner of LSODA, which compares the steps both methods would take and their costs).
-  Measured in seconds, the costs include the stiff solver's Krylov overheads, which
-  dominate its steps on small problems (4–11 ms per exprb32 step against 0.3 ms per
-  Tsit5 step at p ≈ 1000; benchmarks/_case_engine.py), so switch times can differ slightly
-  between machines and runs; every decision's inputs are recorded.
-Before a switch to the stiff solver, one trial step of it from the current state, 2·c_s/c_e
-times as long as the explicit solver's step, must pass the error test (in the manner of LSODA,
-which estimates the step the other method would take). Each rejected trial and each switch
-back doubles the positive tests needed before the next trial, so that a flow where the stiff
-solver does not pay (a logistic flow, whose Hessian decays like 1/t) stops paying for it.
-The thresholds differ (hysteresis), so that a flow near the boundary does not flip-flop.
-A segment is `first` steps long after a switch and doubles after every test that keeps the
-solver, up to `longest` steps: a flow that turns stiff is caught within `longest` steps of
-the explicit solver, and one that never does is tested a few times per decade of steps.
-Every switch is recorded with its time, h·λ̂ and the cost ratio c_s/c_e it used.
+The rule is described once, in "How to choose a solver" (docs/solvers.md, "The auto rule"),
+with the options of `flows.Auto`; here it is implemented. Its parts, by name:
+`StiffnessMonitor.decide` runs after every solve segment (`first` steps after a switch,
+doubling up to `longest`, `flows.Auto.stiff_steps`) and compares h·λ̂ with the stability
+boundary b (`STABILITY_BOUNDARY`), λ̂ from warm-started Lanczos (Arnoldi for a field whose
+Jacobian is not symmetric): positive at h·λ̂ ≥ `margin`·b in the explicit phase (`to_stiff`
+in a row, `flows.Auto.stiff_tests`, ask for a trial step of the stiff solver); negative in
+the stiff phase when h·λ̂ < b·max(`back`, c_s/(2·c_e)), c_s/c_e the measured cost ratio
+(`cost_ratio`; `to_explicit` in a row, `flows.Auto.explicit_tests`, switch back).
 
 Reference: Hairer & Wanner, Solving Ordinary Differential Equations II, §IV.2 (the stiffness
 test of DOPRI5: h·λ̂ against the stability boundary, repeated along the path); Petzold 1983,
@@ -53,14 +33,14 @@ from ._solvers import EVALS_PER_STEP
 #: Stability boundaries on the negative real axis, |R(−b)| = 1 (Hairer & Wanner II, §IV.2).
 STABILITY_BOUNDARY = {"tsit5": 3.5, "dopri5": 3.3, "dopri8": 6.0}
 #: The explicit and the stiff solver between which `solver="auto"` switches.
-#: "exprb32" rather than "kvaerno5": on the benchmark flows its steps cost 4–5× fewer
-#: Hessian-vector products (benchmarks/_case_engine.py), and it is exact on the linear part.
+#: "exprb32" rather than "kvaerno5": its steps cost fewer Hessian-vector products, and it is
+#: exact on the linear part (docs/performance.md, "The numbers behind the code's
+#: defaults").
 AUTO_EXPLICIT, AUTO_STIFF = "tsit5", "exprb32"
 #: The cost of one Hessian-vector product (forward over reverse) in gradients.
 HVP_COST = 2.0
-#: c_s/c_e assumed before a stiff step is timed: exprb32's step over Tsit5's, in seconds,
-#: measured 12–21 on the benchmark flows at p ≈ 1000 (Krylov overheads dominate there; the
-#: ratio falls towards 3 as gradients grow costlier).
+#: c_s/c_e assumed before a stiff step is timed: exprb32's step over Tsit5's, in seconds
+#: (docs/performance.md, "The numbers behind the code's defaults").
 PRIOR_COST_RATIO = 16.0
 
 

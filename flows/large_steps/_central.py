@@ -136,16 +136,16 @@ def central_flow(
     """
     eta = check_positive("eta", eta)
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
-    solver_name = "tsit5" if settings.solver == "auto" else settings.solver
+    solver_name = "tsit5" if settings.name == "auto" else settings.name
     if solver_name not in ("tsit5", "dopri5", "dopri8"):
         raise ValueError(
             f"solver must be explicit for the central flow (tsit5, dopri5, dopri8 or auto), "
-            f"got {settings.solver!r}"
+            f"got {settings.name!r}"
         )
     f, w, spec, static = flat_loss(loss, params0)
     check_finite("params0", w)
     field = _CentralField(loss, static, spec, jnp.asarray(eta))
-    solver = make_solver(solver_name, settings.rtol, settings.atol, settings.gmres_max_iters)
+    solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
     lam0, u = _edge_value(field, w)

@@ -256,8 +256,7 @@ def lazy_comparison(
     α(αh(w) − ȳ), `remainder` being ignored (its second derivative D²h misses the kinks).
     The Filippov solve works in w, whose displacement is O(1/α): it gets rtol/α and atol/α
     (rtol at least 1e-14), so that the displacement is resolved as in the joint solve; above
-    α ≈ 1e4 (rtol 1e-10) float64's resolution of w sets the floor (measured on a width-6 net
-    at α = 1e6: weight gap 1.9e-12 on its α⁻² line, output gap floor 3e-8).
+    α ≈ 1e4 (rtol 1e-10) float64's resolution of w sets the floor (docs/performance.md).
 
     **Arguments:**
     - `model`: an equinox Module called on one input `x` of shape `(d,)`, returning `()` or
@@ -285,7 +284,7 @@ def lazy_comparison(
 
     **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
     non-finite data or parameters, parameters that are not float64, shapes that do not match
-    the model, an implicit `settings.solver` for a kinked net; `FloatingPointError` and
+    the model, an implicit solver for a kinked net; `FloatingPointError` and
     `MaxStepsReached` as in `gradient_flow` (and `filippov_flow` for a kinked net).
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (finite horizon), Thm 2.4 (uniform in
@@ -326,9 +325,9 @@ def lazy_comparison(
         if Y.ndim != 1:
             raise ValueError(f"data: a kinked net needs targets of shape (n,), got {Y.shape}")
         remainder = False
-    if settings.solver in SEMILINEAR and (kinked or not isinstance(loss, SquaredLoss)):
+    if settings.name in SEMILINEAR and (kinked or not isinstance(loss, SquaredLoss)):
         raise ValueError(
-            f"settings.solver {settings.solver!r} integrates the lazy pair of the squared loss "
+            f"settings.solver {settings.name!r} integrates the lazy pair of the squared loss "
             f"with a smooth model (its stiff part −c·JᵀJ is constant); got loss {loss!r}"
             + (" and a kinked net" if kinked else "")
             + ": use 'tsit5' or 'auto'"
@@ -344,7 +343,7 @@ def lazy_comparison(
             model, (X, Y), field, _Linear(field), measure, ts, settings, loss,
             progress=progress, checkpoint=checkpoint,
         )  # fmt: skip
-    elif settings.solver in SEMILINEAR:  # ū in closed form, d by an exponential integrator
+    elif settings.name in SEMILINEAR:  # ū in closed form, d by an exponential integrator
         semi = LazySemilinear.build(field, loss.curvature(X.shape[0])[0])
         saved, _, stats = integrate(
             semi, jnp.zeros_like(w0), ts, SemilinearMeasure(measure, semi), settings,
@@ -365,7 +364,7 @@ def lazy_comparison(
         "method": "filippov"
         if kinked
         else "semilinear"
-        if settings.solver in SEMILINEAR
+        if settings.name in SEMILINEAR
         else "joint",
         "remainder": bool(remainder),
         "nodes": int(nodes),

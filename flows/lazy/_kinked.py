@@ -33,12 +33,12 @@ def kinked_form(model):
 
 def check_kinked_solver(settings: SolveSettings) -> None:
     """`filippov_flow` solves each piece with an explicit method: refuse an implicit one."""
-    if settings.solver not in ("auto", *EXPLICIT):
+    if settings.name not in ("auto", *EXPLICIT):
         raise ValueError(
             f"solver: a kinked activation is integrated by "
             "flows.nonsmooth.filippov_flow, which solves "
             f"each piece with an explicit Runge–Kutta method {EXPLICIT} ('auto' means tsit5); "
-            f"got {settings.solver!r}"
+            f"got {settings.name!r}"
         )
 
 

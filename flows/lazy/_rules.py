@@ -28,9 +28,8 @@ def lazy_remainder_rule(alpha: float) -> bool:
     second-order Taylor remainder of h at w0, whose round-off is relative to the gap itself;
     its quadrature error on the path w0 + s·u/α falls like ‖u/α‖^(2·nodes − 1), so it needs
     ‖u‖/α small. At α = 30 both errors are far below any tolerance a float64 solve can ask
-    for (direct: 30·eps ≈ 7e-15; remainder with 3 nodes: the two forms agree to 1e-7
-    relative at α = 30 and 300, `tests/flows/test_lazy.py`), and the direct form is ~3×
-    cheaper per step, so it is kept below.
+    for (direct: 30·eps ≈ 7e-15; the two forms' agreement there, and the direct form's lower
+    cost per step: docs/performance.md), so the direct form is kept below.
 
     **Arguments:** `alpha`: the scale α > 0.
 

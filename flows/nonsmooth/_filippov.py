@@ -38,8 +38,8 @@ _CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
 
 _ROOT = AndersonBjorck(rtol=1e-15, atol=1e-15)
 # A piece saves at the next _SAVE_WINDOW pending save times (None: at all of them), and is
-# solved again with all of them when it reaches past the window: the save buffer of all 120
-# save times of a lazy run costs ~16 ms of CPU per solve, more than a step of the default net.
+# solved again with all of them when it reaches past the window: the save buffer of all the
+# save times of a lazy run costs more than a step of the default net (docs/performance.md).
 _SAVE_WINDOW = 8
 _WINDOW_STEPS = 64  # a piece in window mode stops after this many steps and is solved again
 
@@ -135,11 +135,11 @@ def filippov_flow(
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     alpha = check_positive("alpha", alpha)
-    name = "tsit5" if settings.solver == "auto" else settings.solver
+    name = "tsit5" if settings.name == "auto" else settings.name
     if name not in EXPLICIT:
         raise ValueError(
             f"solver: filippov_flow solves each piece with an explicit Runge–Kutta method "
-            f"{EXPLICIT} (the pieces are smooth and not stiff at kinks), got {settings.solver!r}"
+            f"{EXPLICIT} (the pieces are smooth and not stiff at kinks), got {settings.name!r}"
         )
     rtol, atol, max_steps = settings.rtol, settings.atol, settings.max_steps
     solver = make_solver(name, rtol, atol)

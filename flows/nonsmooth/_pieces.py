@@ -15,8 +15,8 @@ _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an en
 _SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
 _ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
 # Sliding slots are padded to a power of two, at least this many: each size is one more
-# compilation of every piece solve (~6 s of CPU), and a 32×32 sliding system costs little
-# beside a field evaluation of the default lazy net (n = 100, m = 512: ~1.2 ms)
+# compilation of every piece solve, and a 32×32 sliding system costs little beside a field
+# evaluation of the default lazy net (measured: docs/performance.md)
 _MIN_SLOTS = 32
 
 

@@ -85,20 +85,30 @@ def test_solver_settings_are_checked_by_the_library_rule_before_anything(
 
 @pytest.mark.parametrize("name", ["lazy", "portrait"])
 def test_the_solver_options_default_to_the_library_settings(name):
-    # The CLI restates flows.SolveSettings()'s defaults (its parsers import no JAX): a pin.
+    # The CLI writes no defaults of its own: not given, a tolerance is None, and the one
+    # flows.SolveSettings built from the options holds the library's defaults.
     import flows
-    from experiments._options import SOLVE_DEFAULTS, SOLVERS
+    from experiments._options import SOLVERS
 
-    library = flows.SolveSettings()
-    assert SOLVE_DEFAULTS == {k: getattr(library, k) for k in SOLVE_DEFAULTS}
     assert set(SOLVERS) <= set(flows.SOLVERS)
     parser = argparse.ArgumentParser()
     importlib.import_module(_cli.EXPERIMENTS[name]).add_arguments(parser)
-    args = vars(parser.parse_args([]))
-    assert {k: args[k] for k in SOLVE_DEFAULTS if k in args} == {
-        k: getattr(library, k) for k in SOLVE_DEFAULTS if k in args
-    }
-    assert "rtol" in args and "atol" in args
+    args = parser.parse_args([])
+    assert args.rtol is None and args.atol is None and getattr(args, "max_steps", None) is None
+    library = flows.SolveSettings()
+    if name == "lazy":
+        from experiments.lazy._cli import settings
+
+        solve = settings(args)["solve"]
+        assert solve == library.replace(solver="tsit5")
+        given = settings(parser.parse_args(["--rtol", "1e-7", "--max-steps", "9"]))
+        assert given["solve"] == solve.replace(rtol=1e-7, max_steps=9)
+        assert (given["rtol"], given["atol"]) == (1e-7, library.atol)  # recorded resolved
+    else:
+        from experiments.portraits._cli import settings
+
+        s = settings(args)
+        assert (s["rtol"], s["atol"]) == (library.rtol, library.atol)
 
 
 @pytest.mark.parametrize(

@@ -115,10 +115,9 @@ def test_gmres_cap_and_max_steps_bound_the_work_and_exhaustion_is_clear():
             _many_modes,
             jnp.ones(100),
             100.0,
-            solver="kvaerno5",
+            # dense_max=0: Newton–GMRES (the default), whatever the default becomes
+            solver=flows.Kvaerno5(gmres_max_iters=cap, dense_max=0),
             max_steps=max_steps,
-            gmres_max_iters=cap,
-            dense_max=0,  # Newton–GMRES (the default), whatever the default becomes
             chunks=1,
         )
     assert "gmres_max_iters=10" in str(info.value)

@@ -151,8 +151,9 @@ def test_kvaerno5_with_the_dense_hessian_matches_newton_gmres_and_counts_p_per_j
         return 0.5 * jnp.sum(lam * w**2) + 0.25 * jnp.sum(w**4)
 
     runs = {
-        dense_max: flows.gradient_flow(loss, jnp.ones(6), 10.0, solver="kvaerno5",
-                                       rtol=1e-8, atol=1e-10, dense_max=dense_max)
+        dense_max: flows.gradient_flow(loss, jnp.ones(6), 10.0,
+                                       solver=flows.Kvaerno5(dense_max=dense_max),
+                                       rtol=1e-8, atol=1e-10)
         for dense_max in (0, 6)
     }  # fmt: skip
     gmres, dense = runs[0], runs[6]
