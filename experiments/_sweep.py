@@ -34,6 +34,7 @@ from ._sweep_options import default_workers
 from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
 from ._sweep_progress import TOPIC, Watch
 
+WORKERS_PER_CORE = 4  # more local worker processes than this only compete for the cores
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
 
 
@@ -61,6 +62,13 @@ class Sweep:
                 raise UsageError(f"--workers must be an integer >= 0, got {workers!r}")
             if workers < 0:
                 raise UsageError(f"--workers must be an integer >= 0, got {workers}")
+            most = WORKERS_PER_CORE * default_workers()
+            if workers > most:
+                raise UsageError(
+                    f"--workers {workers}: at most {most} here ({WORKERS_PER_CORE} per core on "
+                    f"{default_workers()} cores; each worker is a process with its own JAX); "
+                    "for more machines give --scheduler"
+                )
         self.workers, self.scheduler, self.progress = workers, scheduler, progress
         self._client = self._cluster = None
         self._stack = contextlib.ExitStack()
