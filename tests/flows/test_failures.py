@@ -36,7 +36,7 @@ def test_default_save_times_to_1e300_end_in_an_honest_message():
     with pytest.raises(FloatingPointError) as info:
         # dense_max=0: Newton–GMRES. With the dense LU (the default at p = 2) the solve
         # reaches t = 1e300 (measured), so the message is tested on the GMRES path.
-        flows.gradient_flow(stiff_quadratic, jnp.ones(2), 1e300, solver="kvaerno5", dense_max=0)
+        flows.gradient_flow(stiff_quadratic, jnp.ones(2), 1e300, solver=flows.Kvaerno5(dense_max=0))
     message = str(info.value)
     assert "blowing up" not in message and "come to rest" in message
     t = float(message.split(" at t=")[1].split(" ")[0])
