@@ -26,6 +26,7 @@ CASES = (
     "latency",
     "kvaerno",
     "relu",
+    "exprb_linear",
 )
 TITLES = {
     "overhead": "1. solver overhead",
@@ -42,6 +43,7 @@ TITLES = {
     "latency": "12. first call, compilation reuse",
     "kvaerno": "13. Kvaerno5 steps on a small net",
     "relu": "14. gradflows run lazy --activation relu",
+    "exprb_linear": "15. exprb32 steps on a stiff linear field",
 }
 
 

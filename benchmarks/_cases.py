@@ -9,6 +9,7 @@ from ._case_alpha import case_alpha
 from ._case_common import CASES, TITLES, Config, size
 from ._case_engine import case_engine
 from ._case_exprb import case_exprb
+from ._case_exprb_linear import case_exprb_linear
 from ._case_gd import case_gd
 from ._case_horizon import case_horizon
 from ._case_kvaerno import case_kvaerno
@@ -37,4 +38,5 @@ RUNNERS = {
     "latency": case_latency,
     "kvaerno": case_kvaerno,
     "relu": case_relu,
+    "exprb_linear": case_exprb_linear,
 }

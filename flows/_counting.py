@@ -19,12 +19,26 @@ def _tick(cid):
     _COUNTS[int(cid)][0] += 1
 
 
-def _tick_jvp(cid, _):
-    _COUNTS[int(cid)][1] += 1
-
-
 def _add_jvps(cid, n):
     _COUNTS[int(cid)][1] += int(n)
+
+
+@jax.custom_batching.custom_vmap
+def _tick_jvps(cid, n, x):
+    """Add `n` products to counter `cid` (one host callback); `x`, a tangent entry, keeps the
+    call in the linear part of a linearised field. Under `vmap` (a Jacobian materialised
+    from p products at once, as the dense LU of "kvaerno5" does) it is still one callback,
+    adding `n` times the batch size: the callback of a vmapped `jax.debug.callback` would run
+    once per batch element, p host round trips per Jacobian."""
+    jax.debug.callback(_add_jvps, cid, n)
+    return x
+
+
+@_tick_jvps.def_vmap
+def _tick_jvps_vmap(axis_size, in_batched, cid, n, x):
+    # x[0]: still batched along any outer vmap, whose rule multiplies again.
+    _tick_jvps(cid, n * axis_size, x[0] if in_batched[2] else x)
+    return x, in_batched[2]
 
 
 @jax.custom_jvp
@@ -37,7 +51,7 @@ def _count_jvps_rule(primals, tangents):
     (y, cid), (dy, _) = primals, tangents
     # The callback takes a tangent value, so it stays in the linear part: under
     # `jax.linearize` (Newton's or Krylov's Jacobian operator) it runs once per product.
-    jax.debug.callback(_tick_jvp, cid, jnp.ravel(jax.tree.leaves(dy)[0])[0])
+    _tick_jvps(cid, jnp.ones((), jnp.int32), jnp.ravel(jax.tree.leaves(dy)[0])[0])
     return y, dy
 
 

@@ -280,7 +280,7 @@ def integrate(
                     forget_newton_failure()
                     solver_object = make_solver(
                         phase, rtol, atol, kvaerno5.gmres_max_iters,
-                        size <= kvaerno5.dense_max, symmetric,
+                        size <= kvaerno5.dense_max, symmetric, size,
                     )  # fmt: skip
                     budget = max_steps - stats.num_steps  # traced: no recompilation
                     started = time.perf_counter()

@@ -62,14 +62,13 @@ class Kvaerno5(_Options):
 
     **Fields:**
     - `gmres_max_iters`: cap on the Hessian-vector products of each GMRES solve (rounded up
-      to restart cycles of 10), ≥ 1. A solve that exhausts it rejects the step, so a step
+      to restart cycles of min(p, 40)), ≥ 1. A solve that exhausts it rejects the step, so a step
       costs at most 6 stages × 10 Newton iterations × this cap, and `max_steps` bounds the
       whole solve.
     - `dense_max`: up to this many state entries, the stage equations are solved with the
       exact dense Jacobian (p batched Hessian-vector products per Newton iteration) and an
-      LU factorisation instead of GMRES, ≥ 0. The default 0 is always GMRES (why:
-      docs/performance.md); a full-rank, ill-conditioned Hessian on which GMRES needs ~p
-      products may gain from it.
+      LU factorisation instead of GMRES, ≥ 0. Default 100, where the dense solve was
+      measured cheaper (`KVAERNO_DENSE_MAX` in flows/_solver/_solvers.py); 0: always GMRES.
 
     **Raises:** `ValueError` naming the field when a value is out of range.
     """

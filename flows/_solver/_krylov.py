@@ -56,11 +56,25 @@ class KrylovBasis(eqx.Module):
 
     def coefficients(self, k: int, tau):
         """φₖ(τH)e₁, shape `(m_max,)`."""
-        return _phi_e1(self.H, k, tau, self.symmetric)
+        return _on_block(lambda Hb: _phi_e1(Hb, k, tau, self.symmetric), self.H, self.size)
 
     def apply(self, k: int, tau):
         """τ·φₖ(τA)v, flat `(p,)`."""
         return tau * self.norm * (self.coefficients(k, tau) @ self.V)
+
+
+def _on_block(fn, H, size):
+    """`fn` of the leading b×b block of `H` (zero outside `size`), b the least power of two
+    ≥ `size` (at least 8), zero-padded to `H.shape[0]`: a basis of a few vectors in a large
+    allocation costs a small eigendecomposition, not one of the allocation's size."""
+    m = H.shape[0]
+    sizes = sorted({min(m, 2**e) for e in range(3, max(3, (m - 1).bit_length()) + 1)} | {m})
+
+    def branch(b):
+        return lambda H: jnp.zeros(m, H.dtype).at[:b].set(fn(H[:b, :b]))
+
+    index = jnp.searchsorted(jnp.asarray(sizes), size)
+    return jax.lax.switch(jnp.clip(index, 0, len(sizes) - 1), [branch(b) for b in sizes], H)
 
 
 def _phi_e1(H, k: int, tau, symmetric: bool):
@@ -90,7 +104,9 @@ def krylov_phi(
 ) -> KrylovBasis:
     """Build the Krylov basis of (A = `matvec`, `v`) until τφₖ(τA)v is resolved to `tol`
     (2-norm, estimated by ‖v‖·τ·h_{m+1,m}·|e_mᵀ φₖ₊₁(τH_m)e₁|, Saad 1992 eq. 5.3) or
-    `m_max` vectors (checked every `check_every` vectors)."""
+    `m_max` vectors (checked every `check_every` vectors up to 16, then 4 times per doubling
+    of the basis). Beyond 32 vectors the basis is re-orthogonalised in full (twice) also
+    when A is symmetric, so that a large basis stays orthonormal."""
     p = v.shape[0]
     m_max = min(m_max, p)  # p orthonormal vectors span everything
     norm = jnp.linalg.norm(v)
@@ -103,7 +119,7 @@ def krylov_phi(
         # Leading (j+1)×(j+1) block; zero padding decouples the rest.
         mask = (idx[:m_max, None] <= j) & (idx[None, :m_max] <= j)
         Hj = jnp.where(mask, H[:m_max], 0.0)
-        c = _phi_e1(Hj, k + 1, tau, symmetric)
+        c = _on_block(lambda Hb: _phi_e1(Hb, k + 1, tau, symmetric), Hj, j + 1)
         return norm * tau * jnp.abs(H[j + 1, j]) * jnp.abs(c[j])
 
     def cond(carry):
@@ -111,7 +127,7 @@ def krylov_phi(
         return jnp.logical_and(j < m_max, jnp.logical_not(done))
 
     def orthogonalise(V, w, j):
-        if symmetric:
+        if symmetric and m_max <= 32:
             # Lanczos: A symmetric, so w needs only the two latest vectors (three-term
             # recurrence, O(p) per step). Lost orthogonality shows as repeated Ritz values,
             # which leaves φ-function approximations accurate (Druskin & Knizhnerman 1991).
@@ -142,7 +158,9 @@ def krylov_phi(
         breakdown = beta <= 1e-12 * scale
         V = V.at[j + 1].set(jnp.where(breakdown, 0.0, w / jnp.where(breakdown, 1.0, beta)))
         # The estimate costs an eigendecomposition: made every `check_every` vectors.
-        check = jnp.logical_or((j + 1) % check_every == 0, j + 1 == m_max)
+        n = j + 1
+        every = jnp.maximum(check_every, 2 ** jnp.floor(jnp.log2(n)).astype(n.dtype) // 4)
+        check = jnp.logical_or(n % every == 0, n == m_max)
         err = jnp.where(
             breakdown,
             0.0,

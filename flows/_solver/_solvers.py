@@ -23,16 +23,24 @@ SOLVERS = NAMES  # public as flows.SOLVERS: every name `solver=` accepts
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
 _NewtonWithControllerTols = dfx.with_stepsize_controller_tols(optx.Newton)
+_ChordWithControllerTols = dfx.with_stepsize_controller_tols(dfx.VeryChord)
 
-# GMRES restarts every this many iterations (Hessian-vector products).
-GMRES_RESTART = 10
+#: GMRES restarts every min(p, this) iterations (Hessian-vector products): a Newton system
+#: of p ≤ 40 unknowns is then full GMRES, which cannot stagnate as restarted GMRES(10) did
+#: on the indefinite systems I + γh∇²F of a non-convex loss (issue 21 item 5).
+GMRES_RESTART = 40
 #: Default cap on the Hessian-vector products of one GMRES solve inside Newton.
 GMRES_MAX_ITERS = 200
 
-#: Default of `flows.Kvaerno5.dense_max`: "kvaerno5" solves its stage equations matrix-free
-#: at every size; its dense alternative was slower on every network measured
-#: (docs/performance.md, "The numbers behind the code's defaults").
-KVAERNO_DENSE_MAX = 0
+#: Default of `flows.Kvaerno5.dense_max`: "kvaerno5" solves its stage equations with the
+#: dense Hessian and LU up to this many state entries, and matrix-free Newton–GMRES above.
+#: Measured (issue 21 item 5; two-layer tanh nets, load 10–17): one Newton system
+#: (I + c∇²F)x = b costs 0.09–2.4 ms dense against 0.8–5.7 ms for GMRES(40) at p = 40, and
+#: 0.6 ms against 1.1–2.0 ms at p = 100, where GMRES(10) failed to converge in 200
+#: products; at p = 200 5 ms–0.36 s against 1–8 ms, at p = 400 0.2 s against 6–12 ms, at
+#: p = 3,000 13–15 s against 14–37 ms. Whole solves (counting on, same steps): p = 40 to
+#: t = 1e4 3.2 s against 222 s warm (323 steps), p = 100 to t = 100 13.4 s against 217 s.
+KVAERNO_DENSE_MAX = 100
 
 # New vector-field evaluations per step (first-same-as-last tableaux reuse the last stage).
 EVALS_PER_STEP = {"tsit5": 6, "dopri5": 6, "dopri8": 12, "exprk4": 4}  # exprk4: of N
@@ -46,6 +54,7 @@ def make_solver(
     gmres_max_iters: int = GMRES_MAX_ITERS,
     dense: bool = False,
     symmetric: bool = True,
+    size: int | None = None,
 ):
     """The diffrax solver called `name`.
 
@@ -58,10 +67,10 @@ def make_solver(
     with its exact Hessian (Brea, Martinelli, Şimşek & Gerstner 2023).
 
     Each GMRES solve is capped at `gmres_max_iters` matrix-vector products (rounded up to
-    whole restart cycles of 10); lineax's own default, 10·p cycles, lets one step cost
-    hundreds of thousands of them. A solve that exhausts the cap fails, Newton fails with it,
-    and diffrax rejects the step, so a step costs at most 6 implicit stages × 10 Newton
-    iterations × the cap, and `max_steps` bounds the whole solve.
+    whole restart cycles of min(`size`, 40, the cap)); lineax's own default, 10·p cycles,
+    lets one step cost hundreds of thousands of them. A solve that exhausts the cap fails,
+    Newton fails with it, and diffrax rejects the step, so a step costs at most 6 implicit
+    stages × 10 Newton iterations × the cap, and `max_steps` bounds the whole solve.
 
     "implicit_midpoint", "gauss4" and "gauss6" are the 1-, 2- and 3-stage Gauss–Legendre
     collocation methods (orders 2, 4, 6; `GaussLegendre`): they conserve every quadratic
@@ -83,7 +92,8 @@ def make_solver(
 
     **Arguments:** `name` (one of `NAMES` but "auto"); `rtol`, `atol` (GMRES tolerances);
     `gmres_max_iters` (≥ 1); `dense`: "kvaerno5" with the dense Jacobian and LU;
-    `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi).
+    `symmetric`: the field's Jacobian is symmetric ("exprb32": Lanczos, else Arnoldi);
+    `size`: the state's entries p (GMRES restarts every min(p, 40) products; None: 40).
 
     **Returns:** a `diffrax.AbstractSolver`.
 
@@ -98,9 +108,11 @@ def make_solver(
     if name == "kvaerno5" and dense:
         return dfx.Kvaerno5(root_finder=_NewtonWithControllerTols(linear_solver=lx.LU()))
     if name == "kvaerno5":
-        cycles = max(1, math.ceil(gmres_max_iters / GMRES_RESTART))
+        # A cap below a restart cycle is one shorter cycle: the cap bounds the products.
+        restart = max(1, min(GMRES_RESTART, gmres_max_iters, size or GMRES_RESTART))
+        cycles = max(1, math.ceil(gmres_max_iters / restart))
         gmres = lx.GMRES(
-            rtol=rtol, atol=atol, restart=GMRES_RESTART, stagnation_iters=10, max_steps=cycles
+            rtol=rtol, atol=atol, restart=restart, stagnation_iters=10, max_steps=cycles
         )
         newton = _NewtonWithControllerTols(linear_solver=gmres)
         return dfx.Kvaerno5(root_finder=newton)
