@@ -38,16 +38,18 @@ class Auto(_Options):
     cheaper, decided by stiffness tests along the solve (the rule: "How to choose a solver",
     docs/solvers.md).
 
-    **Fields** (whole numbers ≥ 1):
-    - `stiff_steps`: the most solver steps between two stiffness tests.
-    - `stiff_tests`: positive tests in a row that switch Tsit5 to exprb32.
-    - `explicit_tests`: negative tests in a row that switch exprb32 back to Tsit5.
+    **Fields** (whole numbers):
+    - `stiff_steps`: the most solver steps between two stiffness tests, ≥ 5 (with 1 or 2 a
+      stiff quadratic stalled: each short call's steps were rejected and the solve made no
+      progress until `max_steps`; 5 finished).
+    - `stiff_tests`: positive tests in a row that switch Tsit5 to exprb32, ≥ 1.
+    - `explicit_tests`: negative tests in a row that switch exprb32 back to Tsit5, ≥ 1.
 
     **Raises:** `ValueError` naming the field when a value is out of range.
     """
 
     name: ClassVar[str] = "auto"
-    _LOWEST: ClassVar[dict] = {"stiff_steps": 1, "stiff_tests": 1, "explicit_tests": 1}
+    _LOWEST: ClassVar[dict] = {"stiff_steps": 5, "stiff_tests": 1, "explicit_tests": 1}
 
     stiff_steps: int = 200
     stiff_tests: int = 2

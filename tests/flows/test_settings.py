@@ -47,6 +47,7 @@ def test_constructor_and_replace_refuse_a_bad_field_by_name(changes, field):
     "make, field",
     [
         (lambda: flows.Auto(stiff_steps=0), "stiff_steps"),
+        (lambda: flows.Auto(stiff_steps=4), "stiff_steps must be >= 5"),
         (lambda: flows.Auto(stiff_tests=0), "stiff_tests"),
         (lambda: flows.Auto(explicit_tests=1.5), "explicit_tests"),
         (lambda: flows.Kvaerno5(gmres_max_iters=0), "gmres_max_iters"),
