@@ -141,8 +141,7 @@ def conservation_portrait(
     t1: float = 20.0,
     n_times: int = 200,
     grid: int = 81,
-    rtol: float = flows.SolveSettings().rtol,
-    atol: float = flows.SolveSettings().atol,
+    settings: flows.SolveSettings | None = None,
     invariant_label: str | None = None,
     path: str | None = None,
     draw: bool = True,
@@ -164,7 +163,7 @@ def conservation_portrait(
     - `eta`: gradient-descent step (> 0); one step covers flow time η.
     - `gd_start`: starting point of gradient descent, shape `(2,)`; default `starts[0]`.
     - `gd_steps`: number of gradient-descent steps.
-    - `t1`, `n_times`, `grid`, `rtol`, `atol`: as in `flow_portrait`.
+    - `t1`, `n_times`, `grid`, `settings`: as in `flow_portrait`.
     - `invariant_label`: Q's name in titles; default "w1² − w2²" for `balancedness`, else
       "Q(w)".
     - `path`: if given, save the figure there (.png, .svg or .pdf).
@@ -193,7 +192,7 @@ def conservation_portrait(
     w1, w2 = _axes(bounds, _grid_size(grid))
     F, Q = _Plain(objective), _Plain(invariant)
     paths, ts, stats, config = _flows(
-        (F,), starts, _positive("t1", t1), None, n_times=max(int(n_times), 3), rtol=rtol, atol=atol
+        (F,), starts, _positive("t1", t1), None, n_times=max(int(n_times), 3), settings=settings
     )
     paths = paths[0]
     gd = _gradient_descent(objective, gd_start, eta, int(gd_steps))
@@ -215,8 +214,8 @@ def conservation_portrait(
         "gd": gd,  # (N + 1, 2)
         "gd_ts": eta * np.arange(len(gd)),
         "invariant_gd": np.asarray(on_path(jnp.asarray(gd))),
-        "rtol": np.array(rtol),
-        "atol": np.array(atol),
+        "rtol": np.array(config["rtol"]),
+        "atol": np.array(config["atol"]),
         "solver": np.array(config["solver"]),
         "num_steps": np.array(stats["num_steps"]),
         "model": np.array(_formula(objective, "F(w)")),

@@ -62,7 +62,7 @@ class ScaledObjective:
         return self.loss(prediction, jnp.reshape(args["target"], (1,))) / alpha**2
 
 
-def _solve_columns(objectives, columns, *, t1, n_times, grid, rtol, atol):
+def _solve_columns(objectives, columns, *, t1, n_times, grid, settings):
     """For each column (bounds, starts, args): values, fields and flows of each objective."""
     out = {"w1": [], "w2": [], "values": [], "fields": [], "paths": [], "stats": []}
     ts = None
@@ -73,7 +73,7 @@ def _solve_columns(objectives, columns, *, t1, n_times, grid, rtol, atol):
         out["values"].append([_on_grid(F, w1, w2, args) for F in objectives])
         out["fields"].append([_on_grid(_Descent(F), w1, w2, args) for F in objectives])
         paths, ts, stats, config = _flows(
-            objectives, starts, t1, args, n_times=n_times, rtol=rtol, atol=atol
+            objectives, starts, t1, args, n_times=n_times, settings=settings
         )
         out["paths"].append(paths)
         out["stats"].append(stats)
@@ -84,8 +84,8 @@ def _solve_columns(objectives, columns, *, t1, n_times, grid, rtol, atol):
         "fields": np.stack(out["fields"]),  # (k, K, G, G, 2)
         "paths": np.stack(out["paths"]),  # (k, K, S, T, 2)
         "ts": ts,
-        "rtol": np.array(rtol),
-        "atol": np.array(atol),
+        "rtol": np.array(config["rtol"]),
+        "atol": np.array(config["atol"]),
         "solver": np.array(config["solver"]),
         "num_steps": np.array([s["num_steps"] for s in out["stats"]]),
     }
@@ -159,8 +159,7 @@ def flow_portrait(
     t1: float = 10.0,
     n_times: int = 200,
     grid: int = 41,
-    rtol: float = flows.SolveSettings().rtol,
-    atol: float = flows.SolveSettings().atol,
+    settings: flows.SolveSettings | None = None,
     labels: Sequence[str] = ("F", "F̄"),
     path: str | None = None,
     draw: bool = True,
@@ -181,7 +180,8 @@ def flow_portrait(
     - `t1`: flow time of every trajectory (> 0).
     - `n_times`: saved points per trajectory (log-spaced in t, plus t = 0).
     - `grid`: grid points per axis for level sets and streamlines.
-    - `rtol`, `atol`: solver tolerances (default: those of `flows.SolveSettings()`).
+    - `settings`: the solve's `flows.SolveSettings` (tolerances, step budget; default
+      `flows.SolveSettings()`), always with Tsit5.
     - `labels`: names of the objectives in titles and legend.
     - `path`: if given, save the figure there (.png, .svg or .pdf).
     - `draw`: draw the figure; with `False` only `data` is computed (`figure` is None).
@@ -208,8 +208,7 @@ def flow_portrait(
         t1=_positive("t1", t1),
         n_times=max(int(n_times), 3),
         grid=_grid_size(grid),
-        rtol=rtol,
-        atol=atol,
+        settings=settings,
     )
     data.update(
         kind=np.array("flows"),
@@ -237,8 +236,7 @@ def lazy_flow_portrait(
     t1: float = 10.0,
     n_times: int = 200,
     grid: int = 41,
-    rtol: float = flows.SolveSettings().rtol,
-    atol: float = flows.SolveSettings().atol,
+    settings: flows.SolveSettings | None = None,
     path: str | None = None,
     draw: bool = True,
 ) -> Portrait:
@@ -265,7 +263,7 @@ def lazy_flow_portrait(
     - `centred`: h = f − f(w0) (`models.symmetrize(…, "centred")`) so that h(w0) = 0, as the
       theorems assume; with `False`, h = f (then α·f(w0) grows with α and the flow is not lazy
       unless f(w0) = 0).
-    - `t1`, `n_times`, `grid`, `rtol`, `atol`: as in `flow_portrait`.
+    - `t1`, `n_times`, `grid`, `settings`: as in `flow_portrait`.
     - `path`: if given, save the figure there (.png, .svg or .pdf).
     - `draw`: draw the figure; with `False` only `data` is computed (`figure` is None).
 
@@ -308,8 +306,7 @@ def lazy_flow_portrait(
         t1=_positive("t1", t1),
         n_times=max(int(n_times), 3),
         grid=_grid_size(grid),
-        rtol=rtol,
-        atol=atol,
+        settings=settings,
     )
     # Colour by α²F_α = R(α h(w)): the same scale in every column.
     data["values"] = data["values"] * (alphas**2)[:, None, None, None]

@@ -75,7 +75,7 @@ def _summed(objectives: tuple) -> Callable:
     return loss
 
 
-def _flows(objectives: tuple, starts: np.ndarray, t1: float, args, *, n_times, rtol, atol):
+def _flows(objectives: tuple, starts: np.ndarray, t1: float, args, *, n_times, settings):
     """Exact flows of each objective from each start: ((K, S, T, 2) positions, (T,) times,
     solver stats and config)."""
     ts = flows.log_times(t1, n_times - 1, t_min=1e-3 * t1)
@@ -88,9 +88,8 @@ def _flows(objectives: tuple, starts: np.ndarray, t1: float, args, *, n_times, r
         points,
         t1,
         ts=ts,
+        settings=settings,
         solver="tsit5",
-        rtol=rtol,
-        atol=atol,
         chunks=1,
     )
     paths = np.stack([np.swapaxes(np.asarray(w), 0, 1) for w in trajectory.params.w])

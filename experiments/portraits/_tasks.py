@@ -4,6 +4,8 @@ import argparse
 
 import numpy as np
 
+import flows
+
 from ._cli import CONSERVATION_STARTS
 from ._conservation import conservation_portrait
 from ._flow_fields import lazy_flow_portrait
@@ -27,8 +29,7 @@ def _compute(name: str, args) -> dict:
             radius=args.radius,
             t1=args.t1,
             grid=args.field_grid,
-            rtol=args.rtol,
-            atol=args.atol,
+            settings=args.solve,
             draw=False,
         ).data
     linear = ModelLoss(ScalarLinearNet(args.x), args.target)
@@ -41,8 +42,7 @@ def _compute(name: str, args) -> dict:
         gd_steps=args.gd_steps,
         t1=2 * args.t1,
         grid=args.grid,
-        rtol=args.rtol,
-        atol=args.atol,
+        settings=args.solve,
         draw=False,
     ).data
 
@@ -56,7 +56,11 @@ def figure_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     """
     name = task["figure"]
     try:
-        data = _compute(name, argparse.Namespace(**shared))
+        # the run's one flows.SolveSettings, rebuilt once here from the recorded settings
+        solve = flows.SolveSettings(
+            solver=shared["solver"], rtol=shared["rtol"], atol=shared["atol"]
+        )
+        data = _compute(name, argparse.Namespace(**shared, solve=solve))
     except FloatingPointError as e:  # only gradient descent (conservation) can blow up
         return {"failed": True, "reason": f"--eta {shared['eta']}: {e}"}, None
     return _summary(name, data), data
