@@ -33,6 +33,7 @@ def mlp_run(tmp_path_factory):
         out=out,
         n_times=30,
         t1=20.0,
+        solver="tsit5",  # the default exprk4 compiles far longer; tests/flows/test_lazy_exprk.py
         progress=False,
     )
     with open(os.path.join(folder, "results.json")) as f:
