@@ -58,17 +58,19 @@ def eta_figure(run: dict, a: dict):
         ax_s.plot(t, S[:, j], color="0.6", lw=0.8, label=f"GD: λ_{j + 1}" if j < 3 else None)
     ax_s.plot(t, S[:, 0], color="k", lw=1.0, label="GD: S = λ_max(∇²L)")
     if "sharpness_central" in a:
-        ax_s.plot(t, a["sharpness_central"], color="tab:red", lw=1.4, ls="--",
-                  label="central flow: S")  # fmt: skip
+        S_c = a["sharpness_central"]
+        ax_s.plot(t[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--", label="central flow: S")
     bound_line(ax_s, t[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}", color="tab:orange")
     ax_s.set(xlabel=TIME, ylabel="sharpness S (loss units per parameter²)",
              title=f"sharpness of GD, η = {eta:g}")  # fmt: skip
     ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, label="GD (every step)")
     for name, (label, colour, ls) in FLOW_STYLE.items():
         if f"loss_{name}" in a:
-            ax_l.plot(t, a[f"loss_{name}"], color=colour, ls=ls, lw=1.4, label=label)
+            y = a[f"loss_{name}"]
+            ax_l.plot(t[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
     if "predicted_loss" in a:
-        ax_l.plot(t, a["predicted_loss"], color="tab:red", ls=":", lw=1.6,
+        p = a["predicted_loss"]
+        ax_l.plot(t[: len(p)], p, color="tab:red", ls=":", lw=1.6,
                   label="central flow: predicted time-averaged GD loss L + σ²/η")  # fmt: skip
     ax_l.set_yscale("log")
     ax_l.set(xlabel=TIME, ylabel="training loss L (mean over points)", title="training loss")
@@ -76,7 +78,7 @@ def eta_figure(run: dict, a: dict):
         if f"distance_{name}" in a:
             d = a[f"distance_{name}"]
             keep = d > 0
-            ax_d.plot(t[keep], d[keep], color=colour, ls=ls, lw=1.4)
+            ax_d.plot(t[: len(d)][keep], d[keep], color=colour, ls=ls, lw=1.4)
     ax_d.set_yscale("log")
     ax_d.set(xlabel=TIME, ylabel="‖w_GD(t) − w_flow(t)‖ (parameter units)",
              title="distance of GD from each flow")  # fmt: skip

@@ -55,6 +55,9 @@ def _run_line(r) -> str:
     ]
     if gaps:
         head += "; ‖GD − flow‖ at the end: " + ", ".join(gaps)
+    stopped = r.get("central_flow", {}).get("stopped")
+    if stopped:
+        head += f"; central flow stopped at t={stopped['t']:.4g} (step budget), shown to there"
     for name, why in r["failed"].items():
         head += f"; {name} failed: {why}"
     return head
