@@ -3,7 +3,6 @@
 import argparse
 
 from .._options import (
-    SOLVE_DEFAULTS,
     UsageError,
     add_list,
     bounded,
@@ -36,7 +35,7 @@ DEFAULTS = {
     "solver": "tsit5",
     "rtol": 1e-8,
     "atol": 1e-10,
-    "max_steps": SOLVE_DEFAULTS["max_steps"],
+    "max_steps": 200_000,
     "uv_width": 1000,
     "uv_points": 91,
     "uv_steps": 2000,
