@@ -2,6 +2,7 @@
 
 - `experiments.lazy`: `gradflows run lazy` (Chizat, Oyallon & Bach 2019);
 - `experiments.balance`: `gradflows run balance` (Du, Hu & Lee 2018; Soudry et al. 2018);
+- `experiments.eos`: `gradflows run eos` (Cohen et al. 2021, 2025; Lewkowycz et al. 2020);
 - `experiments.portraits`: `gradflows run portrait` and the two-weight portrait library.
 
 Importing this package (or an experiment's package) is cheap: JAX, diffrax and matplotlib are

@@ -16,6 +16,7 @@ EXPERIMENTS = {
     "portrait": "experiments.portraits",
     "balance": "experiments.balance",
     "ntk": "experiments.ntk",
+    "eos": "experiments.eos",
 }
 
 

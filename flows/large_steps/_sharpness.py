@@ -116,26 +116,41 @@ def _check_search(tol, max_iters, k: int, v0, p: int) -> None:
         )
 
 
-def sharpness_along(loss: Callable, trajectory, k: int = 1, *, tol: float = TOL):
+def sharpness_along(
+    loss: Callable, trajectory, k: int = 1, *, tol: float = TOL, max_iters: int = MAX_ITERS
+):
     """The k largest Hessian eigenvalues at every save of a `Trajectory` (solved with
     `save_params=True`), each Lanczos run warm-started from the previous save's eigenvectors,
     so that a smooth trajectory costs a few Hessian-vector products per save.
 
+    `tol` and `max_iters` as in `sharpness`. A warm start converges in a few products, so a
+    small `max_iters` (40, say) is cheaper: each convergence test diagonalises a
+    `max_iters`-square tridiagonal matrix.
+
     **Returns:** `(values (T, k), products (T,))`: the eigenvalues, descending, and the
     Hessian-vector products each save took.
 
-    **Raises:** `ValueError` when the trajectory has no saved parameters, or as `sharpness`.
+    **Raises:** `ValueError` when the trajectory has no saved parameters, or as `sharpness`;
+    a `UserWarning` for each save where Lanczos stops at `max_iters` above `tol`.
     """
     if trajectory.params is None:
         raise ValueError("trajectory: solved with save_params=False; sharpness needs params")
     f, w, _, _ = flat_loss(loss, trajectory.at(0))
     k = check_k(k, w.shape[0])
+    _check_search(tol, max_iters, k, None, w.shape[0])
     trainable, _ = partition(trajectory.params)
     flat = jax.vmap(FlatSpec.of(jax.tree.map(lambda a: a[0], trainable)).ravel)(trainable)
     noise = jax.random.normal(jax.random.PRNGKey(1), w.shape, w.dtype) / np.sqrt(w.shape[0])
     values, products, v0 = [], [], None
     for i in range(len(trajectory.ts)):
-        lam, vec, n, _ = top_eigenpairs(f, flat[i], k, v0, tol=tol)
+        lam, vec, n, residual = top_eigenpairs(f, flat[i], k, v0, tol=tol, max_iters=max_iters)
+        if float(residual) > tol:
+            warnings.warn(
+                f"sharpness_along: Lanczos stopped at max_iters={max_iters} at save {i} "
+                f"(t={float(trajectory.ts[i]):.6g}) with relative Ritz residual "
+                f"{float(residual):.2g} > tol={tol:g}",
+                stacklevel=2,
+            )
         # Warm start: the sum of the previous eigenvectors, plus a little of a fixed random
         # direction, so that an eigenvalue rising into the top k is in the Krylov space.
         v0 = vec.sum(0) + 1e-3 * noise

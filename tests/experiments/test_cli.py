@@ -20,6 +20,8 @@ TINY = {
     "portrait": ["--figures", "seed", "--grid", "5"],
     "ntk": ["--widths", "2,4", "--seeds", "2", "--depth", "1", "--n", "4", "--cond-depth", "2",
             "--no-progress"],
+    "eos": ["--n-train", "20", "--width", "4", "--etas", "0.8", "--t1", "8", "--flows",
+            "gradient", "--uv-points", "4", "--uv-steps", "10", "--no-progress", "--workers", "0"],
 }  # fmt: skip
 
 

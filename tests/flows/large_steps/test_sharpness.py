@@ -1,5 +1,7 @@
 """flows.sharpness and sharpness_along: Lanczos against dense eigh; warm starts; bad input."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,6 +44,21 @@ def test_sharpness_along_a_descent_costs_a_few_products_per_save():
     # measured: agreement 1e-15 relative; cold start 16-20 products, warm 4-8
     np.testing.assert_allclose(values[[0, 10, 20]], cold, rtol=1e-9)
     assert np.median(products[1:]) < products[0]
+
+
+def test_sharpness_along_with_a_small_max_iters_agrees_and_warns_where_it_stops_short():
+    loss, net = tanh_regression(3, 10, 1, 30, seed=1, key=2)
+    traj = flows.gradient_descent(loss, net, 4.0, eta=0.05, ts=np.linspace(0, 4.0, 21))
+    full, _ = sharpness_along(loss, traj, k=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # 24 products: tol at every save
+        values, _ = sharpness_along(loss, traj, k=1, max_iters=24)
+    # measured agreement 1e-15 relative
+    np.testing.assert_allclose(values, full, rtol=1e-9)
+    with pytest.warns(UserWarning, match="max_iters=2 at save 0"):
+        sharpness_along(loss, traj, k=1, max_iters=2)
+    with pytest.raises(ValueError, match="max_iters must be >= k"):
+        sharpness_along(loss, traj, k=2, max_iters=1)
 
 
 def test_sharpness_refuses_bad_k_and_non_scalar_loss():

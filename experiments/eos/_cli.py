@@ -1,0 +1,183 @@
+"""The options of `gradflows run eos` and the settings they resolve to."""
+
+import argparse
+
+from .._options import (
+    UsageError,
+    add_list,
+    bounded,
+    flag,
+    parse_list,
+    positive,
+    solve_settings,
+)
+from .._run_folder import add_run_folder_options
+from .._sweep_options import add_sweep_options
+
+TASKS = ("multiclass", "binary")
+LOSSES = ("mse", "cross_entropy")
+FLOW_SOLVERS = ("tsit5", "dopri5", "dopri8")  # the central flow's explicit solvers
+FLOWS = ("gradient", "modified", "central")
+
+DEFAULTS = {
+    "classes": "all",
+    "task": "multiclass",
+    "n_train": 200,
+    "width": 32,
+    "depth": 2,
+    "output_scale": 0.1,
+    "loss": "mse",
+    "etas": "0.9,0.75,0.65",
+    "t1": 100.0,
+    "k": 1,
+    "flows": ",".join(FLOWS),
+    "sharpness_every": 2,
+    "solver": "tsit5",
+    "rtol": 1e-8,
+    "atol": 1e-10,
+    "max_steps": 200_000,
+    "uv_width": 1000,
+    "uv_points": 91,
+    "uv_steps": 2000,
+    "seed": 0,
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = DEFAULTS
+    g = p.add_argument_group("data, model and loss")
+    add_list(
+        g,
+        "--classes",
+        default=d["classes"],
+        help="digits: 'all' (the ten classes) or two or more different digits (all)",
+    )
+    g.add_argument(
+        "--task",
+        choices=TASKS,
+        default=d["task"],
+        help="multiclass: one output per class, one-hot targets (MSE) or labels (cross-entropy); "
+        "binary: two classes, one output, targets ±1 (multiclass)",
+    )
+    g.add_argument("--n-train", type=int, default=d["n_train"], help="training points (200)")
+    g.add_argument("--width", type=int, default=d["width"], help="hidden width of the MLP (32)")
+    g.add_argument("--depth", type=int, default=d["depth"], help="hidden layers of the MLP (2)")
+    g.add_argument(
+        "--output-scale",
+        type=float,
+        default=d["output_scale"],
+        help="the output layer's initial weights times this (0.1): small initial outputs, "
+        "so that training starts with sharpening rather than shrinking the outputs",
+    )
+    g.add_argument(
+        "--loss",
+        choices=LOSSES,
+        default=d["loss"],
+        help="mse: mean over points of ½‖f − onehot‖²; cross_entropy: mean softmax "
+        "cross-entropy (mse)",
+    )
+    g.add_argument("--seed", type=int, default=d["seed"], help="data split and init (0)")
+    g = p.add_argument_group("gradient descent and the flows")
+    add_list(g, "--etas", default=d["etas"], help=f"GD step sizes η, flow time ({d['etas']})")
+    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (100)")
+    g.add_argument(
+        "--k", type=int, default=d["k"], help="top Hessian eigenvalues recorded along GD (1)"
+    )
+    add_list(
+        g,
+        "--flows",
+        default=d["flows"],
+        help="flows compared with GD: gradient, modified (order 1), central (all three)",
+    )
+    g.add_argument(
+        "--sharpness-every",
+        type=int,
+        default=d["sharpness_every"],
+        help="GD steps between sharpness evaluations (2)",
+    )
+    g.add_argument(
+        "--solver",
+        choices=FLOW_SOLVERS,
+        default=d["solver"],
+        help="solver of the gradient, modified and central flows (tsit5)",
+    )
+    g.add_argument("--rtol", type=float, default=d["rtol"], help="relative tolerance (1e-8)")
+    g.add_argument("--atol", type=float, default=d["atol"], help="absolute tolerance (1e-10)")
+    g.add_argument(
+        "--max-steps", type=int, default=d["max_steps"], help="step budget of each flow (200000)"
+    )
+    g = p.add_argument_group("catapult panel (uv model, Lewkowycz et al. 2020)")
+    g.add_argument("--uv-width", type=int, default=d["uv_width"], help="m of the uv model (1000)")
+    g.add_argument(
+        "--uv-points", type=int, default=d["uv_points"], help="values of ηλ0 in [0, 4.5] (91)"
+    )
+    g.add_argument(
+        "--uv-steps", type=int, default=d["uv_steps"], help="GD steps of each uv run (2000)"
+    )
+    add_run_folder_options(p, "eos", progress=True)
+    add_sweep_options(p)
+
+
+def parse_digit_classes(values) -> list[int]:
+    """`--classes`: 'all' or two or more different digits in 0..9, sorted."""
+    if values in ("all", ["all"]):
+        return list(range(10))
+    classes = parse_list("--classes", values, int, unique=True)
+    if len(classes) < 2 or not all(0 <= c <= 9 for c in classes):
+        raise UsageError(
+            "--classes must be 'all' or two or more different digits in 0..9, got "
+            + ",".join(map(str, classes))
+        )
+    return sorted(classes)
+
+
+def parameters(s: dict) -> int:
+    """p, the trainable parameters of the MLP of settings `s` (64 inputs, biases)."""
+    out = 1 if s["task"] == "binary" else len(s["classes"])
+    sizes = [64] + [s["width"]] * s["depth"] + [out]
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+def settings(args) -> dict:
+    """The settings of `args`, every one checked before any computation (the solver's by
+    `flows.SolveSettings`). Raises `UsageError` naming the flag."""
+    s = {key: getattr(args, key) for key in DEFAULTS}
+    s["classes"] = parse_digit_classes(s["classes"])
+    if s["task"] == "binary" and len(s["classes"]) != 2:
+        raise UsageError(f"--task binary needs two --classes, got {len(s['classes'])}")
+    if s["task"] == "binary" and s["loss"] == "cross_entropy":
+        raise UsageError("--loss cross_entropy needs --task multiclass")
+    etas = parse_list("--etas", s["etas"], unique=True)
+    for eta in etas:
+        if not eta > 0:
+            raise UsageError(f"--etas must be > 0, got {eta:g}")
+    s["etas"] = sorted(etas, reverse=True)
+    chosen = parse_list("--flows", s["flows"], str, unique=True)
+    unknown = sorted(set(chosen) - set(FLOWS))
+    if unknown:
+        raise UsageError(f"--flows: unknown {', '.join(unknown)}; choose from {', '.join(FLOWS)}")
+    s["flows"] = [f for f in FLOWS if f in chosen]
+    s["t1"] = positive("--t1", s["t1"])
+    s["output_scale"] = positive("--output-scale", s["output_scale"])
+    for key, low, high in (
+        ("n_train", 10, 1797),  # scikit-learn's digits: 1797 images
+        ("width", 1, 4096),
+        ("depth", 1, 16),
+        ("k", 1, 10**6),
+        ("sharpness_every", 1, 10_000),
+        ("uv_width", 1, 10**7),
+        ("uv_points", 2, 10_000),
+        ("uv_steps", 1, 10**6),
+        ("seed", 0, 2**32 - 1),
+    ):
+        bounded(flag(key), s[key], low, high)
+    steps = round(s["t1"] / min(s["etas"]))
+    if max(s["etas"]) > s["t1"] / 10:
+        raise UsageError(f"--t1 ({s['t1']:g}) must be at least 10 steps of the largest --etas")
+    if steps > 200_000:
+        raise UsageError(f"--t1 {s['t1']:g} is {steps} steps of the smallest --etas, over 200000")
+    p = parameters(s)
+    if s["k"] > p:
+        raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")
+    solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
+    return s

@@ -1,0 +1,140 @@
+"""The figures of an eos run, drawn from its run folder alone (results.json and the parts)."""
+
+import json
+import os
+
+import numpy as np
+
+from .._plotting import (
+    TIME_LABEL,
+    bound_line,
+    figure_legend,
+    log_axis,
+    new_figure,
+    save_figure,
+    shades,
+)
+
+FLOW_STYLE = {  # name: (label, colour, dashes)
+    "gradient_flow": ("gradient flow", "tab:blue", "-"),
+    "modified_flow": ("modified flow (order 1)", "tab:green", "-"),
+    "central_flow": ("central flow", "tab:red", "--"),
+}
+TIME = f"{TIME_LABEL} = kη (GD step k)"
+
+
+def plot(folder: str, fmt: str = "png") -> list[str]:
+    """Draw `eta-<η>.<fmt>` per η, `update_cosine.<fmt>` and `catapult.<fmt>` into `folder`;
+    returns the paths written."""
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
+        res = json.load(f)
+    paths, cosines = [], []
+    for run in res["runs"]:
+        with np.load(os.path.join(folder, run["file"])) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        path = os.path.join(folder, f"eta-{run['eta']:g}.{fmt}")
+        paths.append(save_figure(eta_figure(run, arrays), path))
+        cosines.append((run["eta"], arrays["t_gd"][1:], arrays["update_cosine"]))
+    if cosines:
+        path = os.path.join(folder, f"update_cosine.{fmt}")
+        paths.append(save_figure(cosine_figure(cosines), path))
+    if res.get("catapult"):
+        c = res["catapult"]
+        with np.load(os.path.join(folder, c["file"])) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        paths.append(
+            save_figure(catapult_figure(c, arrays), os.path.join(folder, f"catapult.{fmt}"))
+        )
+    return paths
+
+
+def eta_figure(run: dict, a: dict):
+    """Three panels for one η: GD's sharpness against 2/η, the training losses, ‖GD − flow‖."""
+    eta = run["eta"]
+    fig = new_figure(13.0, 4.2)
+    ax_s, ax_l, ax_d = fig.subplots(1, 3)
+    t, S = a["t"], a["sharpness_gd"]
+    for j in range(S.shape[1] - 1, 0, -1):
+        ax_s.plot(t, S[:, j], color="0.6", lw=0.8, label=f"GD: λ_{j + 1}" if j < 3 else None)
+    ax_s.plot(t, S[:, 0], color="k", lw=1.0, label="GD: S = λ_max(∇²L)")
+    if "sharpness_central" in a:
+        S_c = a["sharpness_central"]
+        ax_s.plot(t[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--", label="central flow: S")
+    bound_line(ax_s, t[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}", color="tab:orange")
+    ax_s.set(xlabel=TIME, ylabel="sharpness S (loss units per parameter²)",
+             title=f"sharpness of GD, η = {eta:g}")  # fmt: skip
+    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, label="GD (every step)")
+    for name, (label, colour, ls) in FLOW_STYLE.items():
+        if f"loss_{name}" in a:
+            y = a[f"loss_{name}"]
+            ax_l.plot(t[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
+    if "predicted_loss" in a:
+        p = a["predicted_loss"]
+        ax_l.plot(t[: len(p)], p, color="tab:red", ls=":", lw=1.6,
+                  label="central flow: predicted time-averaged GD loss L + σ²/η")  # fmt: skip
+    ax_l.set_yscale("log")
+    ax_l.set(xlabel=TIME, ylabel="training loss L (mean over points)", title="training loss")
+    for name, (_, colour, ls) in FLOW_STYLE.items():
+        if f"distance_{name}" in a:
+            d = a[f"distance_{name}"]
+            keep = d > 0
+            ax_d.plot(t[: len(d)][keep], d[keep], color=colour, ls=ls, lw=1.4)
+    ax_d.set_yscale("log")
+    ax_d.set(xlabel=TIME, ylabel="‖w_GD(t) − w_flow(t)‖ (parameter units)",
+             title="distance of GD from each flow")  # fmt: skip
+    if run.get("t_edge") is not None:
+        for ax in (ax_s, ax_l, ax_d):
+            ax.axvline(run["t_edge"], color="0.75", lw=0.8, zorder=0)
+    if run.get("diverged"):
+        d = run["diverged"]
+        ax_l.set_title(f"training loss (GD diverged at step {d['step']})")
+    handles, labels = [], []
+    for ax in (ax_s, ax_l):
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    figure_legend(fig, handles, labels, ncol=4)
+    return fig
+
+
+def cosine_figure(cosines):
+    """cos(Δw_t, w_t − w_0) along GD, one line per η."""
+    fig = new_figure(7.0, 4.2)
+    ax = fig.subplots()
+    colours = shades("viridis", len(cosines))
+    for (eta, t, cos), colour in zip(cosines, colours):
+        ax.plot(t, cos, color=colour, lw=0.8, label=f"η = {eta:g}")
+    ax.axhline(0.0, color="0.7", lw=0.8, zorder=0)
+    ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)",
+           title="update against cumulative update, along GD")  # fmt: skip
+    figure_legend(fig, ncol=len(cosines))
+    return fig
+
+
+def catapult_figure(c: dict, a: dict):
+    """The uv model: ηλ_final against ηλ0, and the loss spike's height."""
+    fig = new_figure(11.0, 4.2)
+    ax_l, ax_s = fig.subplots(1, 2)
+    x, ok = a["x"], ~a["diverged"]
+    ax_l.plot(x[ok], a["eta_lam_final"][ok], "o", ms=3, color="k", label="GD, converged")
+    grid = np.array([0.0, 4.5])
+    ax_l.plot(grid, grid, color="0.6", lw=0.8, ls="--", label="ηλ_final = ηλ0 (λ unchanged)")
+    for ax in (ax_l, ax_s):
+        ax.axvline(2.0, color="tab:orange", lw=1.2, ls=":")
+        ax.axvline(4.0, color="tab:purple", lw=1.2, ls=":")
+    bound_line(ax_l, grid, [2.0, 2.0], label="ηλ = 2 (λ = 2/η)", color="tab:orange")
+    if (~ok).any():
+        ax_l.plot(x[~ok], np.full((~ok).sum(), 0.05), "x", color="tab:red", ms=4,
+                  label="GD diverged (no final λ)")  # fmt: skip
+    ax_l.set(xlabel="ηλ0 (dimensionless; dotted lines at 2 and 4)",
+             ylabel="η·λ_final, final NTK λ times η",
+             title=f"uv model (m = {c['m']}): final NTK after {c['steps']} steps")  # fmt: skip
+    ax_s.plot(x[ok], a["spike"][ok], "o", ms=3, color="k")
+    log_axis(ax_s, "y")
+    ax_s.set(
+        xlabel="ηλ0 (dimensionless; dotted lines at 2 and 4)",
+        ylabel="loss spike max_k L_k / L_0 (dimensionless)",
+        title="height of the loss spike",
+    )
+    figure_legend(fig, ncol=4)
+    return fig

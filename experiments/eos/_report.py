@@ -1,0 +1,78 @@
+"""results.json's entries from the finished parts, and the printed summary."""
+
+
+def results(done) -> dict:
+    """`{"runs": [per-η records, largest η first], "catapult": record}`; each record gets
+    `file` (its part's arrays) and `task` (key, wall and CPU time, peak memory, worker)."""
+    runs, catapult = [], None
+    for r in done:
+        record = {
+            **r.record,
+            "file": f"part-{r.key}.npz",
+            "task": {
+                "key": r.key,
+                "resumed": r.resumed,
+                **{k: r.stats.get(k) for k in ("wall_s", "cpu_s", "peak_rss_bytes", "worker")},
+            },
+        }
+        if r.task["part"] == "catapult":
+            catapult = record
+        else:
+            runs.append(record)
+    runs.sort(key=lambda rec: -rec["eta"])
+    return {
+        "runs": runs,
+        "catapult": catapult,
+        "notes": {
+            "hover": "S/(2/η) of GD from its first save at or above 2/η (Cohen et al. 2021: "
+            "S rises, then hovers at or just above 2/η)",
+            "distance": "‖w_GD(t) − w_flow(t)‖ (Euclidean, all trainable parameters)",
+            "update_cosine": "cos(Δw_t, w_t − w_0), Δw_t = w_t − w_(t−η): the plain quantity, "
+            "not the νP of Terjék 2025 (not public)",
+            "predicted_loss": "central flow: L + σ²/η, its prediction of GD's time-averaged loss",
+        },
+    }
+
+
+def _run_line(r) -> str:
+    head = f"η={r['eta']:g} (2/η={r['edge']:.4g}): S0={r['sharpness_initial']:.4g}"
+    if r["diverged"]:
+        d = r["diverged"]
+        loss = "?" if d["loss"] is None else f"{d['loss']:.3g}"
+        head += f", GD diverged at step {d['step']} (t={d['t']:.4g}, loss {loss})"
+    if r["hover"]:
+        h = r["hover"]
+        head += (
+            f", S reached 2/η at t={r['t_edge']:.4g}, then S/(2/η) median {h['median']:.4f} "
+            f"[{h['min']:.3f}, {h['max']:.3f}]"
+        )
+    else:
+        head += f", S stayed below 2/η (max S/(2/η) {r['ratio_max']:.3f})"
+    gaps = [
+        f"{name.split('_')[0]} {r[name]['distance_final']:.3g}"
+        for name in ("gradient_flow", "modified_flow", "central_flow")
+        if name in r
+    ]
+    if gaps:
+        head += "; ‖GD − flow‖ at the end: " + ", ".join(gaps)
+    stopped = r.get("central_flow", {}).get("stopped")
+    if stopped:
+        head += f"; central flow stopped at t={stopped['t']:.4g} (step budget), shown to there"
+    for name, why in r["failed"].items():
+        head += f"; {name} failed: {why}"
+    return head
+
+
+def summary_line(res: dict, folder: str) -> str:
+    """The lines printed at the end of a run."""
+    lines = [_run_line(r) for r in res["runs"]]
+    c = res["catapult"]
+    if c is not None:
+        lines.append(
+            f"catapult (uv, m={c['m']}): converged up to ηλ0={c['x_max_converged']:.3g}, "
+            f"max ηλ_final in the catapult phase {c['catapult_eta_lam_final_max']:.3f} (< 2), "
+            f"largest spike ×{c['spike_max']:.3g}; GF invariant λ² − 4f²/m drift "
+            f"{c['invariant']['gradient_flow_relative_drift_max']:.2g}"
+        )
+    lines.append(f"{folder}: results.json, figures; {res['wall_time_s']:.1f} s")
+    return "\n".join(lines)

@@ -1,0 +1,59 @@
+"""`experiments.eos.compare` on closed forms: divergence reported at its step with its loss,
+never NaN; bad arguments as one line naming them."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments.eos import compare
+from experiments.eos._gd import DIVERGED, descend
+
+LAM = np.array([3.0, 1.3, 0.4])  # a generic diagonal quadratic L = ½ Σ λ_i w_i²
+W0 = {"w": jnp.array([0.7, -1.1, 0.45])}
+
+
+def quadratic(params):
+    return 0.5 * jnp.sum(LAM * params["w"] ** 2)
+
+
+def test_divergent_gd_is_reported_at_the_step_where_the_loss_passes_the_threshold():
+    # η = 1: the top mode is multiplied by 1 − ηλ = −2 per step, the others shrink; the loss
+    # passes 1e3·L(0) at the first k with Σ λ_i w_i²(1 − ηλ_i)^(2k) > 1e3 Σ λ_i w_i².
+    w0 = np.asarray(W0["w"])
+    k = np.arange(60)[:, None]
+    losses = 0.5 * np.sum(LAM * w0**2 * (1 - LAM) ** (2 * k), axis=1)
+    step = int(np.argmax(losses > DIVERGED * losses[0]))
+    gd = descend(quadratic, W0, eta=1.0, steps=200)
+    assert gd.diverged["step"] == step  # closed form: step 6 here
+    assert gd.diverged["loss"] == pytest.approx(losses[step], rel=1e-12)
+    assert len(gd.trajectory.ts) == step and np.all(np.isfinite(gd.trajectory.loss))
+    np.testing.assert_allclose(gd.trajectory.loss, losses[:step], rtol=1e-12)
+
+
+def test_compare_records_divergence_and_writes_no_nan():
+    record, arrays = compare(quadratic, W0, eta=1.0, t1=100.0, flows_compared=("gradient",))
+    assert record["diverged"]["step"] == 6 and record["diverged"]["t"] == 6.0
+    assert all(np.all(np.isfinite(a)) for a in arrays.values())
+    # the sharpness of a quadratic is its largest λ at every step (measured error 4e-16)
+    np.testing.assert_allclose(arrays["sharpness_gd"][:, 0], LAM.max(), rtol=1e-9)
+    assert record["t_edge"] == 0.0 and record["hover"]["median"] == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, says",
+    [
+        ({"eta": 0.0}, ValueError, "eta must be a finite number > 0, got 0.0"),
+        ({"eta": -1.0}, ValueError, "eta must be a finite number > 0"),
+        ({"eta": 0.1, "k": 4}, ValueError, "k must be <= p"),
+    ],
+)
+def test_bad_arguments_raise_one_line_naming_them(kwargs, error, says):
+    with pytest.raises(error, match=says) as info:
+        compare(quadratic, W0, t1=1.0, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_a_loss_that_is_not_scalar_is_refused_naming_loss():
+    with pytest.raises(TypeError, match="loss") as info:
+        compare(lambda p: LAM * p["w"], W0, eta=0.1, t1=1.0)
+    assert "\n" not in str(info.value)
