@@ -35,7 +35,7 @@ DEFAULTS = {
     "solver": "tsit5",
     "rtol": 1e-8,
     "atol": 1e-10,
-    "max_steps": 200_000,
+    "max_steps": None,  # the library's (flows.SolveSettings)
     "uv_width": 1000,
     "uv_points": 91,
     "uv_steps": 2000,
@@ -104,7 +104,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rtol", type=float, default=d["rtol"], help="relative tolerance (1e-8)")
     g.add_argument("--atol", type=float, default=d["atol"], help="absolute tolerance (1e-10)")
     g.add_argument(
-        "--max-steps", type=int, default=d["max_steps"], help="step budget of each flow (200000)"
+        "--max-steps",
+        type=int,
+        default=d["max_steps"],
+        help="step budget of each flow (default: flows.SolveSettings's)",
     )
     g = p.add_argument_group("catapult panel (uv model, Lewkowycz et al. 2020)")
     g.add_argument("--uv-width", type=int, default=d["uv_width"], help="m of the uv model (1000)")
@@ -179,5 +182,14 @@ def settings(args) -> dict:
     p = parameters(s)
     if s["k"] > p:
         raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")
-    solve_settings(solver=s["solver"], rtol=s["rtol"], atol=s["atol"], max_steps=s["max_steps"])
+    solve_settings_of(s)  # checked here, before any computation
     return s
+
+
+SOLVE_KEYS = ("solver", "rtol", "atol", "max_steps")
+
+
+def solve_settings_of(s: dict):
+    """The run's one `flows.SolveSettings`, from the settings `s` (its `SOLVE_KEYS`), built
+    for the check of `settings` and once in each task. Raises `UsageError` naming the flag."""
+    return solve_settings(**{k: s[k] for k in SOLVE_KEYS})

@@ -8,6 +8,7 @@ import numpy as np
 import flows
 from flows.large_steps import central_flow, modified_flow, sharpness_along, update_cosine
 
+from ._cli import DEFAULTS, solve_settings_of
 from ._gd import descend
 
 FLOWS = ("gradient_flow", "modified_flow", "central_flow")
@@ -23,10 +24,7 @@ def compare(
     t1: float,
     k: int = 1,
     every: int = 1,
-    solver: str = "tsit5",
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    max_steps: int = 200_000,
+    settings: flows.SolveSettings | None = None,
     flows_compared=("gradient", "modified", "central"),
     central_max_steps: int = 600,
     report=lambda t, t1: None,
@@ -40,7 +38,8 @@ def compare(
     - `eta`: the step η > 0 (flow time); `t1` the horizon (> η).
     - `k`: top Hessian eigenvalues recorded along GD (1 ≤ k ≤ p).
     - `every`: GD steps between sharpness evaluations and flow saves.
-    - `solver`, `rtol`, `atol`, `max_steps`: the flows' solver settings.
+    - `settings`: the flows' `flows.SolveSettings` (default: those of `gradflows run eos`,
+      Tsit5 at rtol 1e-8, atol 1e-10: `experiments.eos._cli.DEFAULTS`).
     - `flows_compared`: which of "gradient", "modified", "central".
     - `central_max_steps`: the central flow's step budget; where it runs out (the flow of
       one eigenvalue stalls once a second one reaches 2/η), the central flow is kept up to
@@ -61,6 +60,7 @@ def compare(
     if not t1 >= eta:
         raise ValueError(f"t1 must be at least one step eta={eta:g}, got {t1!r}")
     flows.sharpness(loss, params0, k)  # refuses k > p and a non-scalar loss, by name
+    settings = solve_settings_of(DEFAULTS) if settings is None else settings
     steps = int(round(t1 / eta))
     gd = descend(loss, params0, eta=eta, steps=steps, report=report)
     traj = gd.trajectory
@@ -91,11 +91,10 @@ def compare(
             "saves_above_tol": len(caught),
         },
         "failed": {},
-        "solver": {"name": solver, "rtol": rtol, "atol": atol, "max_steps": max_steps},
+        "solver": settings.to_dict(),  # the settings used, max_steps resolved
     }
     record.update(_edge_summary(t, S[:, 0], eta))
     w_gd = _flat(sub.params)
-    settings = {"solver": solver, "rtol": rtol, "atol": atol, "max_steps": max_steps}
     t_end = float(t[-1])
     chosen = [f"{f}_flow" for f in flows_compared]
     for name in [f for f in FLOWS if f in chosen] if t_end > 0 else ():
@@ -158,12 +157,12 @@ def _edge_summary(t, S, eta) -> dict:
 
 def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None):
     if name == "gradient_flow":
-        return flows.gradient_flow(loss, params0, t1, ts=ts, **settings)
+        return flows.gradient_flow(loss, params0, t1, ts=ts, settings=settings)
     if name == "modified_flow":
-        return modified_flow(loss, params0, t1, eta=eta, order=1, ts=ts, **settings)
+        return modified_flow(loss, params0, t1, eta=eta, order=1, ts=ts, settings=settings)
     if central_max_steps is not None:
-        settings = {**settings, "max_steps": min(settings["max_steps"], central_max_steps)}
-    return central_flow(loss, params0, t1, eta=eta, ts=ts, **settings)
+        settings = settings.replace(max_steps=min(settings.max_steps, central_max_steps))
+    return central_flow(loss, params0, t1, eta=eta, ts=ts, settings=settings)
 
 
 def _subsample(traj, idx):

@@ -4,6 +4,7 @@ catapult panel. A task function runs on a worker (or in-process) from the settin
 import json
 
 from ._catapult import catapult
+from ._cli import solve_settings_of
 from ._compare import compare
 from ._problem import problem_for
 
@@ -26,10 +27,7 @@ def eos_task(task: dict, shared: dict, ctx) -> tuple[dict, dict]:
         t1=s["t1"],
         k=s["k"],
         every=s["sharpness_every"],
-        solver=s["solver"],
-        rtol=s["rtol"],
-        atol=s["atol"],
-        max_steps=s["max_steps"],
+        settings=solve_settings_of(s),
         flows_compared=s["flows"],
         report=ctx.report,
     )

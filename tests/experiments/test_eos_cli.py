@@ -47,7 +47,8 @@ def test_run_writes_config_parts_results_and_figures(finished):
     assert config["rtol"] == DEFAULTS["rtol"] and config["solver"] == "tsit5"
     assert "jax" in res["versions"] and "diffrax" in config["versions"]
     (run,) = res["runs"]
-    assert run["solver"] == {"name": "tsit5", "rtol": 1e-8, "atol": 1e-10, "max_steps": 200_000}
+    # the settings the flows used, the library's max_steps resolved
+    assert run["solver"] == flows.SolveSettings(solver="tsit5", rtol=1e-8, atol=1e-10).to_dict()
     assert set(run) >= {"gradient_flow", "hover", "diverged", "t_edge", "lanczos"}
     assert "central_flow" not in run and run["failed"] == {}
     assert run["steps"] == 10 and run["diverged"] is None
