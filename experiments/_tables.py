@@ -3,6 +3,7 @@ every interpretation stated (`Table.notes`) rather than made silently."""
 
 import csv
 import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -38,9 +39,11 @@ def _read_csv(path, target, notes):
         if not header:
             raise ValueError("empty file (a header row of column names is needed)")
         header = [name.strip() for name in header]
-        table = np.genfromtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
+        with warnings.catch_warnings():  # numpy warns on a header-only file; refused below
+            warnings.filterwarnings("ignore", "genfromtxt: Empty input", UserWarning)
+            table = np.genfromtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
     if table.size == 0:
-        raise ValueError("no data rows")
+        raise ValueError("no data rows, only the header row")
     if table.shape[1] != len(header):
         raise ValueError(f"rows have {table.shape[1]} fields, the header {len(header)}")
     if header[0] == "" and np.array_equal(table[:, 0], np.arange(len(table))):

@@ -327,3 +327,12 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
     # μ/λ_min is undefined at λ_min = 0: no PL figure, the others are drawn
     assert not os.path.exists(os.path.join(out, "pl.png"))
     assert os.path.exists(os.path.join(out, "loss.png"))
+
+
+@pytest.mark.filterwarnings("error")  # numpy's warning on an empty table would be an error
+def test_a_header_only_csv_is_refused_in_one_line_without_a_warning(tmp_path, capsys):
+    path = write(tmp_path / "header.csv", "a,b,target\n")
+    assert main(["run", "lazy", "--data", path, "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run lazy: error: --data {path!r}: no data rows, only the header row\n"
+    )
