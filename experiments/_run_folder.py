@@ -84,6 +84,9 @@ class RunFolder:
 
     def stored_config(self) -> dict:
         """The run's config.json (for `--resume`). Raises `UsageError` naming `--resume`."""
+        if not os.path.isdir(self.path):
+            what = "not a folder" if os.path.exists(self.path) else "no such folder"
+            raise UsageError(f"--resume {self.path!r}: {what}")
         path = os.path.join(self.path, CONFIG)
         try:
             with open(path, encoding="utf-8") as f:

@@ -3,6 +3,7 @@
 import argparse
 import importlib
 import json
+import os
 import subprocess
 import sys
 
@@ -64,6 +65,17 @@ def test_every_experiment_refuses_an_existing_run_folder(name, tmp_path, capsys)
 def test_resume_refuses_a_folder_without_a_run(name, tmp_path, capsys):
     assert cli("run", name, "--resume", tmp_path) == 2
     assert "no readable config.json" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_resume_of_a_missing_folder_says_no_such_folder(name, tmp_path, capsys):
+    missing = str(tmp_path / "nowhere")
+    assert cli("run", name, "--resume", missing) == 2
+    assert (
+        capsys.readouterr().err
+        == f"gradflows run {name}: error: --resume {missing!r}: no such folder\n"
+    )
+    assert not os.path.exists(missing)
 
 
 @pytest.mark.parametrize(
