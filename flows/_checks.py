@@ -79,7 +79,8 @@ def check_ts(ts, t1: float) -> np.ndarray:
 def check_loss(loss, params) -> None:
     """`loss(params)` must be one float scalar, the objective a gradient flow descends: found
     by `equinox.filter_eval_shape` (tracing, no computation). **Raises:** `TypeError`
-    naming `loss` (a vector of per-example losses, an integer, a tuple)."""
+    naming `loss` (a vector of per-example losses, an integer, boolean or complex
+    scalar, a tuple)."""
     import equinox as eqx
 
     if not callable(loss):
@@ -89,9 +90,16 @@ def check_loss(loss, params) -> None:
     if len(leaves) == 1 and getattr(leaves[0], "shape", None) == ():
         if jnp.issubdtype(leaves[0].dtype, jnp.floating):
             return
+        dtype = leaves[0].dtype
+        if jnp.issubdtype(dtype, jnp.complexfloating):
+            raise TypeError(
+                f"loss must return a real float scalar, got a complex one ({dtype}): a "
+                "gradient flow descends a real objective (take e.g. the squared modulus)"
+            )
+        kind = "a boolean" if dtype == jnp.bool_ else "an integer"
         raise TypeError(
-            f"loss must return a float scalar, got an integer one ({leaves[0].dtype}): an "
-            "integer loss has no gradient"
+            f"loss must return a float scalar, got {kind} one ({dtype}): "
+            f"{kind} loss has no gradient"
         )
     shapes = "; ".join(f"{getattr(x, 'dtype', type(x).__name__)} of shape "
                        f"{tuple(getattr(x, 'shape', ()))}" for x in leaves)  # fmt: skip

@@ -165,7 +165,7 @@ def gradient_flow(
       arrays, trainable arrays that are not float64 (float32 is refused, not promoted), a
       setting out of range (see `SolveSettings`).
     - `TypeError` for a keyword that is neither an argument nor a setting, and naming `loss`
-      when it does not return one float scalar (a vector, a tuple, an integer).
+      when it does not return one float scalar (a vector, a tuple, an integer or complex one).
     - `ValueError` naming `checkpoint` for a file written for another problem.
     - `ZeroGradientWarning` (a warning) when the gradient is exactly zero at the start, so
       that the flow stays there.

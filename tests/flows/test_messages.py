@@ -72,6 +72,11 @@ def test_t1_must_be_a_real_number(t1):
          r"float64 of shape \(4,\); reduce per-example losses with a sum or a mean"),
         (lambda m: jnp.sum(jax.vmap(m)(X) > 0), r"^loss must return a float scalar, got an "
          r"integer one \(int64\): an integer loss has no gradient"),
+        (lambda m: jnp.all(jax.vmap(m)(X) > 0), r"^loss must return a float scalar, got a "
+         r"boolean one \(bool\): a boolean loss has no gradient$"),
+        (lambda m: squared(m) + 1j, r"^loss must return a real float scalar, got a complex one "
+         r"\(complex128\): a gradient flow descends a real objective \(take e\.g\. the squared "
+         r"modulus\)$"),
         (lambda m: (squared(m), squared(m)), r"^loss must return one float scalar"),
     ],
 )  # fmt: skip
