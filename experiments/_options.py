@@ -76,11 +76,20 @@ def parse_list(name: str, values, kind=float, *, positive=False, count=None, uni
     return out
 
 
+def shown(value: float) -> str:
+    """A number as a user would type it: the shortest text that reads back as `value`, without
+    a trailing ".0" (`-5.0` → "-5", `0.1` → "0.1", `1e-20` → "1e-20")."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def positive(name: str, value, *, allow_zero=False) -> float:
-    """`value` as a finite float > 0 (≥ 0 with `allow_zero`), or a `UsageError` naming `name`."""
+    """`value` as a finite float > 0 (≥ 0 with `allow_zero`), or a `UsageError` naming `name`
+    and echoing the value as typed (`shown`)."""
     value = float(value)
     if not (math.isfinite(value) and (value >= 0 if allow_zero else value > 0)):
-        raise UsageError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, got {value}")
+        bound = ">=" if allow_zero else ">"
+        raise UsageError(f"{name} must be finite and {bound} 0, got {shown(value)}")
     return value
 
 

@@ -52,6 +52,14 @@ def test_bad_arguments_give_one_line_naming_the_argument(capsys, tmp_path, argv,
     assert not os.path.exists(tmp_path / "run")
 
 
+@pytest.mark.parametrize("typed", ["-5", "0", "-0.25", "-1e-20"])
+def test_a_refused_number_is_echoed_as_typed(capsys, tmp_path, typed):
+    assert _run("--out", str(tmp_path / "run"), "--t1", typed) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run balance: error: --t1 must be finite and > 0, got {typed}\n"
+    )
+
+
 def test_an_unknown_solver_lists_the_gauss_legendre_names(capsys, tmp_path):
     assert _run("--out", str(tmp_path / "run"), "--solver", "gauss") == 2
     err = capsys.readouterr().err
