@@ -83,6 +83,28 @@ def shown(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def note_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append "(default: X)" to the help of every option of `parser` that has a default and
+    does not state one: X as typed (a list comma-separated, `-5.0` as -5). Flags without a
+    value (`--no-progress`) and options defaulting to None ("not given") are left alone."""
+    for action in parser._actions:
+        value = action.default
+        if (
+            value is None
+            or action.nargs == 0
+            or not action.help
+            or action.help is argparse.SUPPRESS
+        ):
+            continue
+        if "default" in action.help.lower():
+            continue
+        if isinstance(value, (list, tuple)):
+            text = ",".join(map(str, value))
+        else:
+            text = shown(value) if isinstance(value, float) else str(value)
+        action.help += f" (default: {text})".replace("%", "%%")
+
+
 def positive(name: str, value, *, allow_zero=False) -> float:
     """`value` as a finite float > 0 (≥ 0 with `allow_zero`), or a `UsageError` naming `name`
     and echoing the value as typed (`shown`)."""

@@ -87,3 +87,18 @@ def max_map_count() -> int:
             return int(f.read())
     except (OSError, ValueError):
         return 65530
+
+
+def help_defaults(module) -> dict:
+    """The `--help` of experiment `module` as {option: its help text, formatted}, only the
+    options that take a value and have a default (not None)."""
+    import argparse
+
+    parser = _cli._Parser(prog="gradflows run x")
+    module.add_arguments(parser)
+    formatter = parser._get_formatter()
+    return {
+        a.option_strings[-1]: formatter._expand_help(a)
+        for a in parser._actions
+        if a.default is not None and a.nargs != 0 and a.help is not argparse.SUPPRESS
+    }

@@ -6,6 +6,7 @@ from .._options import (
     UsageError,
     add_list,
     bounded,
+    note_defaults,
     parse_classes,
     parse_list,
     positive,
@@ -37,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--solver",
         default=SOLVERS["logistic"],
         help="solver of the logistic flows at --rtols: any name flows.gradient_flow accepts, "
-        "the Gauss–Legendre ones (implicit_midpoint, gauss4, gauss6) included (%(default)s)",
+        "the Gauss–Legendre ones (implicit_midpoint, gauss4, gauss6) included "
+        "(default: %(default)s)",
     )
     add_list(
         g,
@@ -95,6 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_run_folder_options(parser, "balance", progress=True)
     add_sweep_options(parser)
+    note_defaults(parser)
 
 
 def _solvers(flag_name: str, names: list[str]) -> list[str]:

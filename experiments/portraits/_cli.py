@@ -9,6 +9,7 @@ from .._options import (
     add_solver_options,
     bounded,
     flag,
+    note_defaults,
     parse_list,
     positive,
     solve_settings,
@@ -32,13 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--activation", choices=ACTIVATIONS, default="tanh", help="σ in f(w) = w2·σ(w1·x)"
     )
-    g.add_argument("--x", type=float, default=1.0, help="the input x (default 1)")
+    g.add_argument("--x", type=float, default=1.0, help="the input x")
     add_list(
         g, "--w0", default="0.5,1", metavar="W", help="initialisation and linearisation point "
-        "w1,w2 (default 0.5,1)",
+        "w1,w2",
     )  # fmt: skip
-    add_list(g, "--scales", default="0.1,10", help="α of the seed figure (0.1,10)")
-    add_list(g, "--alphas", default="0.1,1,10", help="α of the flow figure (0.1,1,10)")
+    add_list(g, "--scales", default="0.1,10", help="α of the seed figure")
+    add_list(g, "--alphas", default="0.1,1,10", help="α of the flow figure")
     g.add_argument(
         "--radius", type=float, default=2.0, help="window half-width ρ; the window is w0 ± ρ/α"
     )
@@ -55,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_solver_options(parser, solver=None, max_steps=False)
     add_run_folder_options(parser, "portrait", progress=True)
     add_sweep_options(parser)
+    note_defaults(parser)
 
 
 def settings(args) -> dict:

@@ -11,6 +11,7 @@ from experiments._sweep import task_key
 from experiments.balance import _conservation_plots, plot
 from experiments.balance._plots import DRIFT_LABEL
 from tests.helpers import cli as run
+from tests.helpers import help_defaults
 
 SMALL = ["--n-train", "60", "--hidden", "6,4", "--workers", "0", "--no-progress"]
 
@@ -168,3 +169,13 @@ def test_exact_relu_flow_conserves_neuron_invariants_where_tsit5_chatters(tmp_pa
     assert "homogeneous.png" in os.listdir(out)
     homogeneous = _results(out)["homogeneous"]
     assert P.figure_problems(_conservation_plots.homogeneous_figure(out, homogeneous)) == []
+
+
+def test_help_states_the_default_of_every_option_with_one():
+    import experiments.balance as balance
+
+    helps = help_defaults(balance)
+    assert [name for name, text in helps.items() if "default" not in text] == []
+    assert helps["--t1"] == "horizon of the logistic flows (flow time) (default: 1000000)"
+    assert helps["--hidden"].endswith("(>= 3) (default: 16,8)")
+    assert helps["--solver"].endswith("gauss6) included (default: tsit5)")

@@ -9,7 +9,7 @@ import pytest
 
 from experiments._sweep import task_key
 from tests.helpers import cli as run
-from tests.helpers import one_line
+from tests.helpers import help_defaults, one_line
 
 
 def _run(*argv):
@@ -96,3 +96,13 @@ def test_bad_argument_exits_2_with_one_line(capsys, tmp_path, argv, words):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and words in err
     assert not (tmp_path / "bad").exists()
+
+
+def test_help_states_the_default_of_every_option_with_one():
+    import experiments.portraits as portraits
+
+    helps = help_defaults(portraits)
+    assert [name for name, text in helps.items() if "default" not in text] == []
+    assert helps["--x"] == "the input x (default: 1)"
+    assert helps["--eta"] == "gradient-descent step η (default: 0.35)"
+    assert helps["--alphas"] == "α of the flow figure (default: 0.1,1,10)"
