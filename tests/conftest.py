@@ -1,5 +1,5 @@
-"""Session-wide test setup: float64, one persistent compilation cache per session, and a bound
-on the memory mappings that compiled XLA programs hold.
+"""Session-wide test setup: float64, one persistent compilation cache per session, XLA without
+LLVM optimisation (below), and a bound on the memory mappings that compiled programs hold.
 
 The cache: every process of the session (pytest-xdist workers, CLI subprocesses, Dask workers)
 inherits `JAX_COMPILATION_CACHE_DIR`, a fresh temporary folder made here and removed at the
@@ -19,6 +19,17 @@ if os.environ.get(_OWNER) is None:  # the session's first process (xdist's contr
     os.environ[_OWNER] = str(os.getpid())
     os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradflows-jax-cache-")
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+
+# XLA's CPU backend without LLVM's optimisation passes: the suite's problems are tiny, so it is
+# compile-bound (a tiny `gradflows run lazy`: 71 s of its 89 s compiling). Measured on
+# tests/flows/test_failures.py + test_gauss.py: 202 s → 150 s wall, 91 s → 71 s CPU; the
+# tiny lazy run's two solve programs compiled in 6.2 s and 11.8 s instead of 16.3 s and
+# 15.4 s, with the same printed slopes. Set for every process of the session (subprocesses
+# and Dask workers inherit it); results can differ from the optimised build's only at
+# round-off, within the tests' margins. Off with GRADFLOWS_TEST_XLA_OPT=1.
+_FLAG = "--xla_backend_optimization_level=0"
+if os.environ.get("GRADFLOWS_TEST_XLA_OPT") != "1" and _FLAG not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
 
 import jax  # noqa: E402  (after the environment it reads)
 import pytest  # noqa: E402
