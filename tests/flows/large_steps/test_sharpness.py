@@ -55,8 +55,10 @@ def test_sharpness_along_with_a_small_max_iters_agrees_and_warns_where_it_stops_
         values, _ = sharpness_along(loss, traj, k=1, max_iters=24)
     # measured agreement 1e-15 relative
     np.testing.assert_allclose(values, full, rtol=1e-9)
-    with pytest.warns(UserWarning, match="max_iters=2 at save 0"):
+    with pytest.warns(UserWarning) as caught:  # one warning per save, each naming it
         sharpness_along(loss, traj, k=1, max_iters=2)
+    said = [str(w.message) for w in caught]
+    assert [f"max_iters=2 at save {i} " in m for i, m in enumerate(said)] == [True] * 21
     with pytest.raises(ValueError, match="max_iters must be >= k"):
         sharpness_along(loss, traj, k=2, max_iters=1)
 
