@@ -179,6 +179,17 @@ def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -
     return stored
 
 
+def open_run(name: str, out, resume, args, s: dict, defaults: dict):
+    """`(folder, stored, s)`: the `RunFolder` of experiment `name` (`RunFolder.choose`), its
+    stored config.json on `--resume` (None for a new run), and the settings: `s`, or on
+    `--resume` those the run recorded (`resumed_settings`). Raises `UsageError`."""
+    folder = RunFolder.choose(name, out, resume)
+    stored = folder.stored_config() if folder.resumed else None
+    if stored is not None:
+        s = resumed_settings(stored, folder.path, args, s, defaults)
+    return folder, stored, s
+
+
 def check_resumed_digest(config: dict | None, folder: str, key: str, digest: str, what: str):
     """On `--resume` (`config` the stored config.json, None for a new run): refuse, naming
     the folder, unless the run recorded `digest` under `key` (a SHA-256 of `what`: the data

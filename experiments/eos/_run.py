@@ -8,7 +8,7 @@ from tqdm.auto import tqdm
 from .. import _interrupt, _sweep
 from .._files import sha256, versions, write_json
 from .._options import UsageError
-from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
+from .._run_folder import check_resumed_digest, open_run
 from ._cli import DEFAULTS, settings
 from ._problem import digits
 from ._report import results, summary_line
@@ -28,10 +28,7 @@ def run(args) -> int:
 
 
 def _run(args, s, sweep, start) -> int:
-    folder = RunFolder.choose("eos", args.out, args.resume)
-    stored = folder.stored_config() if folder.resumed else None
-    if stored is not None:
-        s = resumed_settings(stored, folder.path, args, s, DEFAULTS)
+    folder, stored, s = open_run("eos", args.out, args.resume, args, s, DEFAULTS)
     try:
         X, labels = digits(s["classes"], s["n_train"], s["seed"])
     except ValueError as e:

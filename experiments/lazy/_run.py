@@ -5,7 +5,7 @@ from tqdm.auto import tqdm
 
 from .. import _sweep
 from .._files import sha256
-from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
+from .._run_folder import check_resumed_digest, open_run
 from ._cli import DEFAULTS, settings, with_solve
 from ._inputs import build_model, describe, load_data, n_parameters
 from ._pipeline import sweep_model
@@ -18,10 +18,9 @@ def run(args) -> int:
 
 
 def _run(args, s, sweep) -> int:
-    folder = RunFolder.choose("lazy", args.out, args.resume)
-    stored = folder.stored_config() if folder.resumed else None
+    folder, stored, s = open_run("lazy", args.out, args.resume, args, s, DEFAULTS)
     if stored is not None:
-        s = with_solve(resumed_settings(stored, folder.path, args, s, DEFAULTS))
+        s = with_solve(s)
     data = load_data(s)  # bad data fails before a folder is made
     X, Y, X_test, Y_test = data[:4]
     data_sha256 = sha256(X, Y, X_test, Y_test)

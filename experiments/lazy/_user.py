@@ -8,7 +8,7 @@ import numpy as np
 from .. import _sweep
 from .._files import sha256
 from .._options import UsageError
-from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
+from .._run_folder import check_resumed_digest, open_run
 from ._cli import DEFAULTS, settings, with_solve
 
 # The settings a user may give (the rest describe the CLI's own data and nets).
@@ -106,11 +106,10 @@ def run(
         X, Y = (np.asarray(a, dtype=np.float64) for a in data)
         X_test, Y_test = _heldout(heldout)
         with _sweep.Sweep(workers, scheduler, progress=progress) as sweep:
-            folder = RunFolder.choose("lazy", out, args.resume)
-            stored = folder.stored_config() if folder.resumed else None
+            defaults = {**DEFAULTS, **_extra(s)}
+            folder, stored, s = open_run("lazy", out, args.resume, args, s, defaults)
             if stored is not None:
-                defaults = {**DEFAULTS, **_extra(s)}
-                s = with_solve(resumed_settings(stored, folder.path, args, s, defaults))
+                s = with_solve(s)
             digest = sha256(X, Y, X_test, Y_test)
             check_resumed_digest(stored, folder.path, "data_sha256", digest, "the data")
             info = {

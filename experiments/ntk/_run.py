@@ -9,7 +9,7 @@ from tqdm.auto import tqdm
 
 from .. import _interrupt, _sweep
 from .._files import sha256, versions, write_json, write_npz
-from .._run_folder import RunFolder, check_resumed_digest, resumed_settings
+from .._run_folder import check_resumed_digest, open_run
 from . import _compute as compute
 from . import _report as report
 from ._cli import DEFAULTS, settings
@@ -32,10 +32,7 @@ def run(args) -> int:
 
 
 def _run(args, s, sweep, start) -> int:
-    folder = RunFolder.choose("ntk", args.out, args.resume)
-    stored = folder.stored_config() if folder.resumed else None
-    if stored is not None:
-        s = resumed_settings(stored, folder.path, args, s, DEFAULTS)
+    folder, stored, s = open_run("ntk", args.out, args.resume, args, s, DEFAULTS)
     X = {data: compute.inputs(data, s["n"], s["seed"]) for data in DATASETS}
     inputs_sha256 = sha256(*X.values())
     check_resumed_digest(stored, folder.path, "inputs_sha256", inputs_sha256, "the inputs")
