@@ -4,8 +4,8 @@ LLVM optimisation (below), and a bound on the memory mappings that compiled prog
 The cache: every process of the session (pytest-xdist workers, CLI subprocesses, Dask workers)
 inherits `JAX_COMPILATION_CACHE_DIR`, a fresh temporary folder made here and removed at the
 end, so runs stay cold and repeatable while a program compiled once is read back elsewhere.
-It takes precedence over any default the library sets. Programs with host callbacks (every
-`gradient_flow` solve, which counts evaluations through `jax.debug.callback`) are never written
+It takes precedence over any default the library sets. Programs with host callbacks (the
+stiff solvers' solves, which count evaluations through `jax.debug.callback`) are never written
 to a persistent cache by JAX: for those only the in-process cache helps."""
 
 import gc

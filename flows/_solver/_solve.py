@@ -9,6 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ._cacheable import errors_as_nan
 from ._controller import step_memory_pid
 
 
@@ -57,11 +58,12 @@ def solve_span(
     times and `ts` (of any fixed length): one compilation serves every horizon and budget.
     """
     budget = jnp.asarray(max_steps, jnp.int32)
-    if state is None:  # built apart, so that every call compiles the one program below
-        state = _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
-    return _solve_span(
-        field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
-    )
+    with errors_as_nan():  # programs the persistent compilation cache can keep
+        if state is None:  # built apart, so that every call compiles the one program below
+            state = _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
+        return _solve_span(
+            field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
+        )
 
 
 @eqx.filter_jit

@@ -60,3 +60,37 @@ def test_a_second_process_loads_the_first_process_compilation_unless_turned_off(
     # measured: 0 then 2 (jnp.arange's program and ours) with the cache, 0 and 0 without
     assert int(hits[0]) == 0
     assert (int(hits[1]) >= 1) == (switch == "1")
+
+
+_SOLVE = """
+import jax, jax.numpy as jnp
+from jax import monitoring
+events = {"/jax/compilation_cache/compile_requests_use_cache": 0,
+          "/jax/compilation_cache/cache_hits": 0}
+def listen(e, **kw):
+    if e in events:
+        events[e] += 1
+monitoring.register_event_listener(listen)
+import flows
+from tests.problems import separable_deep_linear
+problem = separable_deep_linear(20, scale=1.0)
+flows.gradient_flow(problem.loss, problem.net0, t1=5.0, solver="tsit5", progress=False)
+print(*events.values())
+"""
+
+
+def test_a_second_process_loads_every_program_of_a_solve_from_the_cache(tmp_path):
+    # diffrax's argument guards (equinox.error_if) lowered to host callbacks, and JAX writes
+    # no program with one: the solve program compiled anew in every process (flows/_solver/
+    # _cacheable.py). Measured: the second process asks for 36 programs and loads all 36
+    # (35 of 36 before, the solve program compiled again).
+    env = {**os.environ, "PYTHONPATH": ROOT, "JAX_COMPILATION_CACHE_DIR": str(tmp_path)}
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    runs = [
+        subprocess.run([sys.executable, "-c", _SOLVE], env=env, cwd=ROOT, capture_output=True,
+                       text=True, check=True).stdout.split()[-2:]
+        for _ in range(2)
+    ]  # fmt: skip
+    requests, hits = (int(x) for x in runs[1])
+    assert int(runs[0][1]) == 0 and requests >= 3
+    assert hits == requests
