@@ -203,6 +203,7 @@ class Sweep:
         on_result=None,
         on_start=None,
         order=None,
+        check_at_reports=False,
     ) -> list:
         """Run every task of `tasks` whose part is not in `folder`; return all their results.
 
@@ -215,10 +216,12 @@ class Sweep:
         - `shared`: one object passed to every task (sent with each, so keep it small:
           arrays of data, settings; build models inside `fn`).
         - `desc`: the progress bar's label.
-        - `check`: called between tasks and at each report of a task in-process (the lazy α
-          report with each checkpoint), and every 0.1 s while tasks run on a cluster; what it
-          raises (an interrupt) stops the sweep: running tasks are cancelled (in-process: the
-          task stops at that report, its checkpoint just written), finished parts stay.
+        - `check`: called between tasks in-process and every 0.1 s while tasks run on a
+          cluster; what it raises (an interrupt) stops the sweep: running tasks are cancelled,
+          finished parts stay.
+        - `check_at_reports`: in-process, also call `check` at each report of a task, which
+          stops the task there: for tasks that report as they write a checkpoint (the lazy α),
+          so that the work since the last one is all that is lost.
         - `on_result`: called with each `TaskResult` as it is known (resumed ones first).
         - `on_start`: called with each task (its dict) as it starts.
         - `order`: the indices of `tasks` in the order to start them (default: as given);
@@ -281,8 +284,9 @@ class Sweep:
 
         try:
             if pending and self.scheduler is None and self.workers == 0:
+                here = check if check_at_reports else (lambda: None)
                 self._run_here(
-                    fn, tasks, keys, shared, folder, pending, done, check, watch, started
+                    fn, tasks, keys, shared, folder, pending, done, (check, here), watch, started
                 )
             elif pending:
                 self._run_dask(
@@ -292,12 +296,13 @@ class Sweep:
             bar.close()
         return results
 
-    def _run_here(self, fn, tasks, keys, shared, folder, pending, done, check, watch, started):
-        """The tasks in this process, one after another; `check` also runs at each report, and
-        what it raises passes through the task (`execute` would record it as the task's
-        error) and stops the sweep."""
+    def _run_here(self, fn, tasks, keys, shared, folder, pending, done, checks, watch, started):
+        """The tasks in this process, one after another. `checks`: (between tasks, at each
+        report); what the second raises passes through the task (`execute` would record it as
+        the task's error) and stops the sweep."""
         from ._sweep_task import execute
 
+        check, at_report = checks
         stopped = []
 
         def report(key):
@@ -305,7 +310,7 @@ class Sweep:
                 watch.report(key, t, t1)
                 watch.tick()
                 try:
-                    check()
+                    at_report()
                 except BaseException as e:
                     stopped.append(e)
                     raise

@@ -153,8 +153,10 @@ def integrate(
 ):
     """Integrate y' = field(t, y, None) from t = 0 to ts[-1], saving `save(t, y, None)` at `ts`.
 
-    `report(t)`, if given, is called with the flow time reached after each chunk (after its
-    checkpoint is written), and once with t = 0 when the solve starts or resumes.
+    `report(t)`, if given, is called with the flow time reached at each checkpoint (after it
+    is written, or when it would be: after each chunk, and within one when due, about every
+    `_checkpoint.CHECKPOINT_S` seconds), and once with the start time when the solve starts or
+    resumes.
 
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.

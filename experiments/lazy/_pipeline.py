@@ -171,6 +171,7 @@ def _alpha_sweep(sweep, folder, shared) -> list:
         on_result=count,
         on_start=lambda task: kept.started.add(task["alpha"]),
         order=_interleaved(alphas),
+        check_at_reports=True,  # in-process, Ctrl-C stops an α at its next checkpoint
     )
 
 

@@ -64,7 +64,7 @@ class _Stop(Exception):
     pass
 
 
-def test_in_process_a_check_that_raises_stops_the_task_at_its_report(tmp_path):
+def test_in_process_a_check_that_raises_stops_the_task_at_its_report_when_asked(tmp_path):
     reached, calls = [], []
 
     def check():  # an interrupt, pressed during the first task's second report
@@ -79,6 +79,7 @@ def test_in_process_a_check_that_raises_stops_the_task_at_its_report(tmp_path):
         return {"alpha": task["alpha"]}, None
 
     with Sweep(workers=0, progress=False) as sweep, pytest.raises(_Stop):
-        sweep.run(task, [{"alpha": 1.0}, {"alpha": 2.0}], str(tmp_path), check=check)
+        tasks = [{"alpha": 1.0}, {"alpha": 2.0}]
+        sweep.run(task, tasks, str(tmp_path), check=check, check_at_reports=True)
     assert reached == [0.25, 0.5]  # neither the rest of the task nor the next one ran
     assert not list(tmp_path.glob("part-*.json"))  # and no part was written for it
