@@ -228,6 +228,7 @@ def integrate(
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
                 pending = pending[pending >= have]  # saved before a checkpoint within it
+                cut = None  # (end, blocked, steps) of a call cut for a checkpoint
                 while len(pending):
                     if stats.num_steps >= max_steps:  # the budget is of the whole solve
                         raise MaxStepsReached(
@@ -238,15 +239,17 @@ def integrate(
                         )
                     # "auto" solves in segments of about `monitor.steps` steps of the size last
                     # proposed, and tests stiffness at the end of each.
-                    t_stop = t_end
-                    if monitor is not None and h_last is not None:
+                    t_stop, blocked, before = t_end, False, 0
+                    if cut is not None:  # the rest of a cut call: its end, so the same steps
+                        t_stop, blocked, before = cut
+                    elif monitor is not None and h_last is not None:
                         t_stop = min(t_end, t_start + (monitor.steps - since_test) * h_last)
                         if t_stop - t_start <= 1e-12 * max(1.0, t_start):  # below float64
                             t_stop = t_end
                     within = pending[ts[pending] <= t_stop]
-                    here, blocked = within[:SAVE_BLOCK], len(within) > SAVE_BLOCK
-                    if blocked:  # a full block of save times ends this call early
-                        t_stop = float(ts[here[-1]])
+                    here = within[:SAVE_BLOCK]
+                    if cut is None and len(within) > SAVE_BLOCK:  # a full block ends it early
+                        t_stop, blocked = float(ts[here[-1]]), True
                     chunk_ts = np.concatenate([ts[here], np.full(SAVE_BLOCK - len(here), t_stop)])
                     counted = phase in STIFF
                     evals_before, jvps_before = counter.evals, counter.jvps
@@ -257,7 +260,7 @@ def integrate(
                     )  # fmt: skip
                     budget = max_steps - stats.num_steps  # traced: no recompilation
                     if monitor is not None:
-                        budget = min(auto.stiff_steps, budget)
+                        budget = min(auto.stiff_steps - before, budget)
                     call_steps = pacer.steps()
                     by_wall = call_steps < budget  # a hit budget is then the wall-time cap
                     started = time.perf_counter()
@@ -278,6 +281,7 @@ def integrate(
                     elapsed = time.perf_counter() - started
                     pacer.ran(steps, elapsed)
                     by_wall = by_wall and bool(hit)
+                    cut = (t_stop, blocked, before + steps) if by_wall else None
                     if monitor is not None:
                         monitor.record(
                             phase, elapsed, steps,
