@@ -201,7 +201,9 @@ class Sweep:
         desc: str = "tasks",
         check=None,
         on_result=None,
+        on_start=None,
         order=None,
+        check_at_reports=False,
     ) -> list:
         """Run every task of `tasks` whose part is not in `folder`; return all their results.
 
@@ -217,7 +219,11 @@ class Sweep:
         - `check`: called between tasks in-process and every 0.1 s while tasks run on a
           cluster; what it raises (an interrupt) stops the sweep: running tasks are cancelled,
           finished parts stay.
+        - `check_at_reports`: in-process, also call `check` at each report of a task, which
+          stops the task there: for tasks that report as they write a checkpoint (the lazy α),
+          so that the work since the last one is all that is lost.
         - `on_result`: called with each `TaskResult` as it is known (resumed ones first).
+        - `on_start`: called with each task (its dict) as it starts.
         - `order`: the indices of `tasks` in the order to start them (default: as given);
           the results keep the order of `tasks`.
 
@@ -244,6 +250,7 @@ class Sweep:
         pending = [i for i in order if results[i] is None]
         check = check or (lambda: None)
         on_result = on_result or (lambda result: None)
+        on_start = on_start or (lambda task: None)
         for r in results:
             if r is not None:
                 on_result(r)
@@ -256,6 +263,10 @@ class Sweep:
         )
 
         watch = Watch(tasks, keys, bar, len(tasks) - len(pending), desc, not self.progress)
+
+        def started(i):
+            watch.started(keys[i])
+            on_start(tasks[i])
 
         def done(i, out, attempts):
             watch.finished(keys[i])
@@ -273,29 +284,53 @@ class Sweep:
 
         try:
             if pending and self.scheduler is None and self.workers == 0:
-                from ._sweep_task import execute
-
-                def report(key):
-                    def at(t, t1):
-                        watch.report(key, t, t1)
-                        watch.tick()
-
-                    return at
-
-                for i in pending:
-                    check()
-                    watch.started(keys[i])
-                    out = execute(
-                        fn, tasks[i], shared, keys[i], folder, False, self.progress, report(keys[i])
-                    )
-                    done(i, out, 1)
+                here = check if check_at_reports else (lambda: None)
+                self._run_here(
+                    fn, tasks, keys, shared, folder, pending, done, (check, here), watch, started
+                )
             elif pending:
-                self._run_dask(fn, tasks, keys, shared, folder, pending, done, check, watch)
+                self._run_dask(
+                    fn, tasks, keys, shared, folder, pending, done, check, watch, started
+                )
         finally:
             bar.close()
         return results
 
-    def _run_dask(self, fn, tasks, keys, shared, folder, pending, done, check, watch) -> None:
+    def _run_here(self, fn, tasks, keys, shared, folder, pending, done, checks, watch, started):
+        """The tasks in this process, one after another. `checks`: (between tasks, at each
+        report); what the second raises passes through the task (`execute` would record it as
+        the task's error) and stops the sweep."""
+        from ._sweep_task import execute
+
+        check, at_report = checks
+        stopped = []
+
+        def report(key):
+            def at(t, t1):
+                watch.report(key, t, t1)
+                watch.tick()
+                try:
+                    at_report()
+                except BaseException as e:
+                    stopped.append(e)
+                    raise
+
+            return at
+
+        with watch.ticking():
+            for i in pending:
+                check()
+                started(i)
+                out = execute(
+                    fn, tasks[i], shared, keys[i], folder, False, self.progress, report(keys[i])
+                )
+                if stopped:
+                    raise stopped[0]
+                done(i, out, 1)
+
+    def _run_dask(
+        self, fn, tasks, keys, shared, folder, pending, done, check, watch, started
+    ) -> None:
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 
@@ -310,7 +345,7 @@ class Sweep:
             args = (fn, tasks[i], shared, keys[i], folder, True, self.progress)
             future = client.submit(execute, *args, key=f"task-{keys[i]}-{attempt}", pure=False)
             running[future] = (i, attempt)
-            watch.started(keys[i])
+            started(i)
 
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)

@@ -1,15 +1,20 @@
 """What the client shows of a sweep while its tasks run: flow time within each running task.
 
-A task reports the flow time it reached (`TaskContext.report(t, t1)`, after each chunk of its
-solve). In a Dask worker the report is a structured event on the topic `TOPIC`
-(`distributed.Worker.log_event`), which the client receives through
+A task reports the flow time it reached (`TaskContext.report(t, t1)`: the lazy α at the start
+of its solve, then with each checkpoint, i.e. after each chunk and every few seconds within
+one, `flows._checkpoint.CHECKPOINT_S`). In a Dask worker the report is a structured event on
+the topic `TOPIC` (`distributed.Worker.log_event`), which the client receives through
 `Client.subscribe_topic`; in-process it is a plain call. The client's `Watch` turns the
 reports into the progress bar's position (finished tasks plus t/t1 of each running one) and,
 without a bar (`--no-progress`), into a one-line heartbeat on stderr about every
-`HEARTBEAT_S` seconds: tasks done, tasks running and their flow times.
+`HEARTBEAT_S` seconds: tasks done, tasks running, their flow times and wall seconds so far.
+The client ticks the watch on its own (`ticking`), so the heartbeat goes on while a task
+compiles or runs between reports.
 """
 
+import contextlib
 import sys
+import threading
 import time
 
 TOPIC = "gradflows-progress"
@@ -41,10 +46,13 @@ class Watch:
         self.bar, self.done, self.total, self.desc = bar, done, len(keys), desc
         self.heartbeat, self.stream = heartbeat, stream
         self.running: dict[str, tuple[float, float | None]] = {}
+        self.since: dict[str, float] = {}  # when each running task started (monotonic)
         self.last = time.monotonic()
+        self.lock = threading.Lock()
 
     def started(self, key: str) -> None:
         self.running.setdefault(key, (0.0, None))
+        self.since.setdefault(key, time.monotonic())
 
     def report(self, key: str, t: float, t1: float) -> None:
         """Task `key` reached flow time t of t1 (called from any thread)."""
@@ -58,26 +66,47 @@ class Watch:
 
     def finished(self, key: str) -> None:
         self.running.pop(key, None)
+        self.since.pop(key, None)
         self.done += 1
 
     def line(self) -> str:
-        parts = []
+        parts, now = [], time.monotonic()
         for key, (t, t1) in sorted(self.running.items(), key=lambda kv: self.names[kv[0]]):
             where = "started (no flow time yet)" if t1 is None else f"t={t:.3g} of {t1:.3g}"
-            parts.append(f"{self.names[key]} {where}")
+            parts.append(f"{self.names[key]} {where} ({now - self.since.get(key, now):.0f} s)")
         running = "; ".join(parts) if parts else "none"
         return f"{self.desc}: {self.done}/{self.total} done; running: {running}"
 
     def tick(self) -> None:
-        """Move the bar to the flow time reached; print the heartbeat when it is due."""
-        fractions = sum(t / t1 for t, t1 in self.running.values() if t1)
-        if not self.bar.disable:
-            self.bar.n = round(self.done + fractions, 2)
-            self.bar.set_postfix_str(self.line().split("running: ", 1)[1][:80], refresh=False)
-            self.bar.refresh()
-        now = time.monotonic()
-        if self.heartbeat and now - self.last >= HEARTBEAT_S:
-            self.last = now
-            stream = self.stream or sys.stderr
-            stream.write(self.line() + "\n")
-            stream.flush()
+        """Move the bar to the flow time reached; print the heartbeat when it is due (from
+        any thread)."""
+        with self.lock:
+            fractions = sum(t / t1 for t, t1 in list(self.running.values()) if t1)
+            if not self.bar.disable:
+                self.bar.n = round(self.done + fractions, 2)
+                self.bar.set_postfix_str(self.line().split("running: ", 1)[1][:80], refresh=False)
+                self.bar.refresh()
+            now = time.monotonic()
+            if self.heartbeat and now - self.last >= HEARTBEAT_S:
+                self.last = now
+                stream = self.stream or sys.stderr
+                stream.write(self.line() + "\n")
+                stream.flush()
+
+    @contextlib.contextmanager
+    def ticking(self, every: float = 0.5):
+        """Inside the block, a daemon thread ticks the watch every `every` seconds (the
+        in-process sweep, whose own thread is busy in its task)."""
+        stop = threading.Event()
+
+        def run():
+            while not stop.wait(every):
+                self.tick()
+
+        thread = threading.Thread(target=run, daemon=True, name="gradflows-heartbeat")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=5)

@@ -1,16 +1,24 @@
-"""Checkpoint files of a chunked solve: written atomically after each chunk, read to resume
-only when their fingerprint says they were written for the same problem."""
+"""Checkpoint files of a chunked solve: written atomically after each chunk and, by wall time,
+within one (`Pacer`), read to resume only when their fingerprint says they were written for the
+same problem."""
 
 import dataclasses
 import hashlib
 import json
 import os
 import tempfile
+import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+#: Wall seconds between checkpoints (and `report` calls) within a chunk, once stepping.
+CHECKPOINT_S = 5.0
+#: Steps of a solve's first diffrax call (its wall time is mostly compilation, after which
+#: the first checkpoint is written), and the fewest of a call cut for a checkpoint.
+FIRST_CALL_STEPS = 8
 _COUNTERS = ("num_steps", "num_accepted_steps", "num_rejected_steps", "grad_evals", "jvp_evals")
 
 
@@ -56,6 +64,41 @@ def read(path, fingerprint, y_def, n_saved_leaves, stats):
         for key in _COUNTERS:
             setattr(stats, key, int(ck[key]))
         return int(ck["done"]), float(ck["t"]), str(ck["phase"]), y, saved_leaves
+
+
+@eqx.filter_jit
+def _at_start(field, save, y0):
+    """The field at (0, y0) and what is saved there (its "loss" entry, if it has one)."""
+    saved = save(0.0, y0, None)
+    if isinstance(saved, dict) and "loss" in saved:
+        saved = saved["loss"]
+    return field(0.0, y0, None), saved
+
+
+def fingerprint(field, y0, ts, save, settings) -> "Fingerprint":
+    """What a checkpoint of this solve is written for (`Fingerprint`): the start
+    state, the settings, the save times, the structure (state, saved values, and the
+    parameter pytree of a flattened state) and the data in `field` exactly; the loss (or
+    what `save` gives) and the field at the start to 1e-9."""
+    spec = getattr(field, "spec", None)
+    params = jax.tree.unflatten(spec.treedef, [jax.ShapeDtypeStruct(s, d) for s, d in zip(
+        spec.shapes, spec.dtypes)]) if spec is not None else None  # fmt: skip
+    shapes = (y0, jax.eval_shape(save, 0.0, y0, None), params)
+    structure = [leaf_paths(tree) for tree in shapes]
+    gradient, loss = _at_start(field, save, y0)
+    return Fingerprint(
+        digests={
+            "the start state": digest(y0),
+            "the settings": digest(settings_text(settings)),
+            "the save times": digest(np.asarray(ts, np.float64)),
+            "the structure": digest(repr(structure)),
+            "the data": digest(jax.tree.leaves(eqx.filter(field, eqx.is_array))),
+        },
+        values={
+            "the loss at the start": summary(loss),
+            "the gradient at the start": summary(gradient),
+        },
+    )
 
 
 def digest(tree) -> str:
@@ -154,3 +197,37 @@ def summary(tree) -> np.ndarray:
         x = np.asarray(leaf, np.float64).ravel()
         out += [np.linalg.norm(x), np.sum(x), np.dot(np.cos(np.arange(x.size)), x)]
     return np.asarray(out, np.float64)
+
+
+class Pacer:
+    """When a chunked solve (`flows._integrate.integrate`) ends a diffrax call to write a
+    checkpoint within a chunk: the first call after `FIRST_CALL_STEPS` steps (its wall time is
+    mostly compilation: the first checkpoint then follows the first steps at once), each later
+    one when the next checkpoint is due, `CHECKPOINT_S` seconds after the last, at the step
+    rate of the last call (it follows the load and the solver). A call cut so carries the
+    solver state on: the steps, hence the numbers, are those of an uncut solve."""
+
+    def __init__(self):
+        self.rate, self.last, self.calls = None, time.perf_counter(), 0
+
+    def steps(self) -> int:
+        """The most steps the next call may take."""
+        if self.rate is None:
+            return FIRST_CALL_STEPS
+        left = CHECKPOINT_S - (time.perf_counter() - self.last)
+        return max(FIRST_CALL_STEPS, int(self.rate * left))
+
+    def ran(self, steps: int, seconds: float) -> None:
+        """A call took `steps` steps in `seconds` of wall time."""
+        self.calls += 1
+        if steps:
+            self.rate = steps / seconds
+
+    def due(self, cut: bool) -> bool:
+        """Whether a checkpoint is due after the call that just ran: the first, one `cut` for
+        a checkpoint (it hit `steps()`), or one that ran late."""
+        return self.calls == 1 or cut or time.perf_counter() - self.last >= CHECKPOINT_S
+
+    def written(self) -> None:
+        """A checkpoint was written now (or would have been: none asked for)."""
+        self.last = time.perf_counter()

@@ -151,8 +151,10 @@ def gradient_flow(
       need not keep every weight.
     - `save_params`: keep the trainable parameters at every save time.
     - `progress`: show a tqdm bar over chunks, with the time reached.
-    - `checkpoint`: path of an `.npz` written atomically after each chunk; if it exists when
-      the call starts, the solve resumes from it (the step size is re-estimated), but only
+    - `checkpoint`: path of an `.npz` written atomically after each chunk and within one
+      about every 5 s of wall time (the first after the first 8 steps, i.e. right after
+      compiling; `flows._checkpoint.Pacer`); if it exists when the call starts, the solve
+      resumes from it, mid-chunk too (the step size is re-estimated), but only
       if it was written for this problem: its fingerprint (the start state, every setting
       but `max_steps`, the save times, the pytree structure, the loss and the gradient at
       the start) must match, else `ValueError` naming the file and what differs.

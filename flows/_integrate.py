@@ -1,9 +1,11 @@
-"""Chunked adaptive integration: one diffrax call per chunk, solver state carried across.
+"""Chunked adaptive integration: diffrax calls over chunks of the save times, solver state
+carried across.
 
-Each chunk is one `_solve.solve_span` (the only call of `diffrax.diffeqsolve`). Chunks give
-a progress bar in time, checkpoints that survive an interruption (`_checkpoint.py`), and the
-points where `solver="auto"` tests stiffness (`_stiffness.py`); evaluations are counted per
-solve (`_counting.py`), failures are explained by `_failures.py`.
+Each call is one `_solve.solve_span` (the only call of `diffrax.diffeqsolve`). Chunks give
+a progress bar in time and the points where `solver="auto"` tests stiffness
+(`_stiffness.py`); checkpoints that survive an interruption (`_checkpoint.py`) are written
+after each chunk and, by wall time, within one (calls end when one is due: `_checkpoint.Pacer`).
+Evaluations are counted per solve (`_counting.py`), failures are explained by `_failures.py`.
 """
 
 import concurrent.futures
@@ -39,41 +41,6 @@ SAVE_BLOCK = 16
 def _field_norm(field, t, y):
     """‖field(t, y)‖ over all leaves (NaN or inf if the field is not finite there)."""
     return jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(field(t, y, None))))
-
-
-@eqx.filter_jit
-def _at_start(field, save, y0):
-    """The field at (0, y0) and what is saved there (its "loss" entry, if it has one)."""
-    saved = save(0.0, y0, None)
-    if isinstance(saved, dict) and "loss" in saved:
-        saved = saved["loss"]
-    return field(0.0, y0, None), saved
-
-
-def fingerprint(field, y0, ts, save, settings) -> _checkpoint.Fingerprint:
-    """What a checkpoint of this solve is written for (`_checkpoint.Fingerprint`): the start
-    state, the settings, the save times, the structure (state, saved values, and the
-    parameter pytree of a flattened state) and the data in `field` exactly; the loss (or
-    what `save` gives) and the field at the start to 1e-9."""
-    spec = getattr(field, "spec", None)
-    params = jax.tree.unflatten(spec.treedef, [jax.ShapeDtypeStruct(s, d) for s, d in zip(
-        spec.shapes, spec.dtypes)]) if spec is not None else None  # fmt: skip
-    shapes = (y0, jax.eval_shape(save, 0.0, y0, None), params)
-    structure = [_checkpoint.leaf_paths(tree) for tree in shapes]
-    gradient, loss = _at_start(field, save, y0)
-    return _checkpoint.Fingerprint(
-        digests={
-            "the start state": _checkpoint.digest(y0),
-            "the settings": _checkpoint.digest(_checkpoint.settings_text(settings)),
-            "the save times": _checkpoint.digest(np.asarray(ts, np.float64)),
-            "the structure": _checkpoint.digest(repr(structure)),
-            "the data": _checkpoint.digest(jax.tree.leaves(eqx.filter(field, eqx.is_array))),
-        },
-        values={
-            "the loss at the start": _checkpoint.summary(loss),
-            "the gradient at the start": _checkpoint.summary(gradient),
-        },
-    )
 
 
 def _norm(tree) -> float:
@@ -186,8 +153,10 @@ def integrate(
 ):
     """Integrate y' = field(t, y, None) from t = 0 to ts[-1], saving `save(t, y, None)` at `ts`.
 
-    `report(t)`, if given, is called with the flow time reached after each chunk (after its
-    checkpoint is written), and once with t = 0 when the solve starts or resumes.
+    `report(t)`, if given, is called with the flow time reached at each checkpoint (after it
+    is written, or when it would be: after each chunk, and within one when due, about every
+    `_checkpoint.CHECKPOINT_S` seconds), and once with the start time when the solve starts or
+    resumes.
 
     `field` and `save` should be equinox Modules (pytrees): arrays inside them are traced, so
     calls that differ only in array values (such as alpha) reuse one compilation.
@@ -232,12 +201,14 @@ def integrate(
         # that compiling the Lanczos test overlaps compiling the first segment's solve.
         first_test = _SECOND_THREAD.submit(monitor.lam, field, 0.0, y0)
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
-    stamp = None if checkpoint is None else fingerprint(field, y0, ts, save, settings)
+    have = 0  # save times already saved (a checkpoint written within a chunk holds some)
+    stamp = None if checkpoint is None else _checkpoint.fingerprint(field, y0, ts, save, settings)
     if checkpoint is not None and os.path.exists(checkpoint):
         done, t_start, phase, y, saved_leaves = _checkpoint.read(
             checkpoint, stamp, jax.tree.structure(y0), save_def.num_leaves, stats
         )
         stats.chunks = done
+        have = sum(len(leaf) for leaf in saved_leaves[0]) if saved_leaves else 0
 
     bar = tqdm(
         total=n_chunks, initial=done, desc=desc, unit="chunk", disable=not progress, leave=False
@@ -246,6 +217,7 @@ def integrate(
     tolerances = tuple(jnp.asarray(x) for x in (rtol, atol, DTMIN_RELATIVE))
     if report is not None:
         report(t_start)
+    pacer = _checkpoint.Pacer()  # calls end when a checkpoint is due
     try:
         with Counter() as counter:
             prober = None
@@ -255,6 +227,8 @@ def integrate(
             for c in range(done, n_chunks):
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
+                pending = pending[pending >= have]  # saved before a checkpoint within it
+                cut = None  # (end, blocked, steps) of a call cut for a checkpoint
                 while len(pending):
                     if stats.num_steps >= max_steps:  # the budget is of the whole solve
                         raise MaxStepsReached(
@@ -265,15 +239,17 @@ def integrate(
                         )
                     # "auto" solves in segments of about `monitor.steps` steps of the size last
                     # proposed, and tests stiffness at the end of each.
-                    t_stop = t_end
-                    if monitor is not None and h_last is not None:
+                    t_stop, blocked, before = t_end, False, 0
+                    if cut is not None:  # the rest of a cut call: its end, so the same steps
+                        t_stop, blocked, before = cut
+                    elif monitor is not None and h_last is not None:
                         t_stop = min(t_end, t_start + (monitor.steps - since_test) * h_last)
                         if t_stop - t_start <= 1e-12 * max(1.0, t_start):  # below float64
                             t_stop = t_end
                     within = pending[ts[pending] <= t_stop]
-                    here, blocked = within[:SAVE_BLOCK], len(within) > SAVE_BLOCK
-                    if blocked:  # a full block of save times ends this call early
-                        t_stop = float(ts[here[-1]])
+                    here = within[:SAVE_BLOCK]
+                    if cut is None and len(within) > SAVE_BLOCK:  # a full block ends it early
+                        t_stop, blocked = float(ts[here[-1]]), True
                     chunk_ts = np.concatenate([ts[here], np.full(SAVE_BLOCK - len(here), t_stop)])
                     counted = phase in STIFF
                     evals_before, jvps_before = counter.evals, counter.jvps
@@ -283,6 +259,10 @@ def integrate(
                         size <= kvaerno5.dense_max, symmetric, size,
                     )  # fmt: skip
                     budget = max_steps - stats.num_steps  # traced: no recompilation
+                    if monitor is not None:
+                        budget = min(auto.stiff_steps - before, budget)
+                    call_steps = pacer.steps()
+                    by_wall = call_steps < budget  # a hit budget is then the wall-time cap
                     started = time.perf_counter()
                     out = solve_span(
                         counter.wrap(field, counted, solver_counts_jvps=phase in EXPONENTIAL),
@@ -294,13 +274,17 @@ def integrate(
                         state,
                         solver_object,
                         *tolerances,
-                        budget if monitor is None else min(auto.stiff_steps, budget),
+                        min(call_steps, budget),
                     )
                     saved, save_ts, t_reached, y_reached, new_state, st, ok, _, hit, collapsed = out
                     steps = int(st["num_steps"])  # waits for the segment to finish
+                    elapsed = time.perf_counter() - started
+                    pacer.ran(steps, elapsed)
+                    by_wall = by_wall and bool(hit)
+                    cut = (t_stop, blocked, before + steps) if by_wall else None
                     if monitor is not None:
                         monitor.record(
-                            phase, time.perf_counter() - started, steps,
+                            phase, elapsed, steps,
                             counter.evals - evals_before, counter.jvps - jvps_before,
                         )  # fmt: skip
                     stats.num_steps += steps
@@ -333,9 +317,11 @@ def integrate(
                         finite = np.where(np.isfinite(t_reached), t_reached, np.nan)
                         t_now = float(np.nanmax(finite))
                     # "auto" caps each call at `stiff_steps` steps, so a step size that shrinks
-                    # inside a segment still meets a test.
+                    # inside a segment still meets a test; any call is capped by wall time.
                     if not bool(ok) and not (
-                        monitor is not None and bool(hit) and stats.num_steps < max_steps
+                        (by_wall or monitor is not None)
+                        and bool(hit)
+                        and stats.num_steps < max_steps
                     ):
                         _raise_failure(
                             field, phase, settings, stats, y, t_now, horizon, norm0, h_last,
@@ -345,7 +331,9 @@ def integrate(
                     since_test += steps
                     # A test ends each segment (not each chunk), and any capped call.
                     tested = monitor is not None and t_now < horizon
-                    if tested:
+                    if tested and by_wall:  # cut for a checkpoint: the segment goes on
+                        tested = since_test >= monitor.steps
+                    elif tested:
                         ended = (t_now < t_end and not blocked) or since_test >= monitor.steps
                         tested = ended or bool(hit)
                     if tested:
@@ -361,9 +349,18 @@ def integrate(
                             phase, state = new_phase, None
                             if new_phase == AUTO_STIFF and stats.switched_to_stiff_at is None:
                                 stats.switched_to_stiff_at = t_now
+                    if len(pending) and pacer.due(by_wall):  # its end writes one below
+                        pacer.written()
+                        if checkpoint is not None:
+                            _checkpoint.write(
+                                checkpoint, stamp, ts, c, t_now, phase, y, saved_leaves, stats
+                            )
+                        if report is not None:
+                            report(t_now)
                 stats.chunks = c + 1
                 bar.update(1)
                 bar.set_postfix(t=f"{t_end:.3g}", steps=stats.num_steps)
+                pacer.written()
                 if checkpoint is not None:
                     _checkpoint.write(
                         checkpoint, stamp, ts, c + 1, t_end, phase, y, saved_leaves, stats

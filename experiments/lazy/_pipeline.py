@@ -115,13 +115,15 @@ def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_mode
 
 class Kept:
     """What an interrupted lazy run keeps, read from its folder when asked (`str()`): the
-    finished α, and the α in progress whose checkpoint `--resume` continues, with the flow
-    time it holds. An α interrupted before its first checkpoint (written after the first
-    chunk of its solve, i.e. after compilation and 1/`chunks` of the save times) starts
+    finished α, the α in progress whose checkpoint `--resume` continues, with the flow time it
+    holds, and the α that started but wrote no checkpoint yet (the first is written when the
+    solve's first steps are taken, after its compilation: `flows._integrate`), which start
     again."""
 
     def __init__(self, path: str, alphas):
         self.path, self.alphas, self.finished = path, list(alphas), 0
+        self.started: set[float] = set()
+        self.ended: set[float] = set()  # finished or failed: their checkpoint is removed
 
     def checkpoints(self) -> list[tuple[float, float]]:
         """(α, flow time held) of every checkpoint in the folder."""
@@ -139,8 +141,12 @@ class Kept:
         text = f"{self.finished} of {len(self.alphas)} α finished"
         held = self.checkpoints()
         if held:
-            each = ", ".join(f"α={a:.3g} at t={t:.3g}" for a, t in held)
+            each = ", ".join(f"α={a:.3g} up to t={t:.3g}" for a, t in held)
             text += f", and the checkpoints of {each} (--resume goes on from them)"
+        lost = sorted(self.started - self.ended - {a for a, _ in held})
+        if lost:
+            each = ", ".join(f"α={a:.3g}" for a in lost)
+            text += f"; {each} started but reached no checkpoint yet (compiling), so starts again"
         return text
 
 
@@ -152,6 +158,7 @@ def _alpha_sweep(sweep, folder, shared) -> list:
 
     def count(result):
         kept.finished += not result.failed
+        kept.ended.add(result.task["alpha"])
 
     folder.kept = kept
     return sweep.run(
@@ -162,7 +169,9 @@ def _alpha_sweep(sweep, folder, shared) -> list:
         desc="alpha sweep",
         check=_interrupt.check,
         on_result=count,
+        on_start=lambda task: kept.started.add(task["alpha"]),
         order=_interleaved(alphas),
+        check_at_reports=True,  # in-process, Ctrl-C stops an α at its next checkpoint
     )
 
 

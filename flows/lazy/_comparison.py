@@ -271,9 +271,10 @@ def lazy_comparison(
     - `settings`, `**overrides`, `progress`, `checkpoint`: as in `gradient_flow`; the
       tolerances apply to the joint state (ū, d), or to d alone with `solver="exprk4"`
       (squared loss, smooth model: ū in closed form, `flows.lazy._semilinear`).
-    - `report`: called with the flow time reached after each chunk of the solve (a smooth
-      model's; not called for a kinked net). A kinked net needs an explicit solver
-      ("auto", "tsit5", "dopri5", "dopri8"; `max_steps` counts steps plus events there).
+    - `report`: called with the flow time reached at each checkpoint of the solve (a smooth
+      model's, as in `flows._integrate.integrate`; not called for a kinked net). A kinked
+      net needs an explicit solver ("auto", "tsit5", "dopri5", "dopri8"; `max_steps` counts
+      steps plus events there).
     - `remainder`: "auto" follows `lazy_remainder_rule(alpha)` (the Taylor-remainder form at
       α ≥ 30, the direct form below; the docstring there says why). True/False force it.
     - `nodes`: Gauss–Legendre nodes of the remainder integrals, in [2, 16]; default
