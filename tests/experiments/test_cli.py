@@ -15,7 +15,7 @@ from tests.helpers import ROOT, cli, one_line
 # Options that make each experiment tiny (used where an experiment must get past validation).
 TINY = {
     "lazy": ["--width", "4", "--n-train", "6", "--n-test", "0", "--t1", "0.1", "--n-times", "4",
-             "--alphas", "10", "--no-progress", "--workers", "0"],
+             "--alphas", "10", "--no-progress", "--workers", "0", "--solver", "tsit5"],
     "balance": ["--parts", "gd", "--n-train", "20", "--hidden", "3,2", "--etas", "0.2,0.1",
                 "--gd-t1", "2", "--n-save", "4", "--workers", "0"],
     "portrait": ["--figures", "seed", "--grid", "5"],
@@ -114,7 +114,10 @@ def test_the_solver_options_default_to_the_library_settings(name):
         from experiments.lazy._cli import settings
 
         solve = settings(args)["solve"]
-        assert solve == library.replace(solver="tsit5")
+        # exprk4 for smooth activations (the default gelu), tsit5 for kinked ones
+        assert solve == library.replace(solver="exprk4")
+        relu = settings(parser.parse_args(["--activation", "relu"]))["solve"]
+        assert relu == library.replace(solver="tsit5")
         given = settings(parser.parse_args(["--rtol", "1e-7", "--max-steps", "9"]))
         assert given["solve"] == solve.replace(rtol=1e-7, max_steps=9)
         assert (given["rtol"], given["atol"]) == (1e-7, library.atol)  # recorded resolved

@@ -22,7 +22,8 @@ NTK_FIRST = {"measure": "errors", "data": "digits", "activation": "relu", "schem
 RUNS = {  # small, but several units of work each, so that an interrupt lands mid-run
     # lazy: six α below flows.lazy.LAZY_REMAINDER_ALPHA = 30, so one form of the flows compiles
     "lazy": (["--width", "8", "--n-train", "12", "--n-test", "0", "--t1", "0.5", "--n-times",
-              "10", "--alphas", "1,2,3,5,10,20", "--no-progress", "--workers", "0"],
+              "10", "--alphas", "1,2,3,5,10,20", "--no-progress", "--workers", "0", "--solver",
+              "tsit5"],
              f"part-{task_key({'alpha': 1.0})}.json"),  # Dask: tests/experiments/test_lazy_sweep.py
     # gd only: the largest step finishes in a second, the two smaller ones take ~2 s more
     # (100,000 and 200,000 steps; 1,200,000 took ~8 s), so the interrupt, 0.5 s after the

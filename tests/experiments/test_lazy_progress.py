@@ -18,7 +18,7 @@ from experiments._sweep_parts import checkpoint_path
 
 # tests/experiments/test_lazy_cli.py's tiny run, one α (the direct form)
 TINY = ["--width", "8", "--n-train", "12", "--n-test", "6", "--t1", "0.5", "--n-times", "15"]
-TINY += ["--alphas", "3", "--no-progress", "--workers", "0"]
+TINY += ["--alphas", "3", "--no-progress", "--workers", "0", "--solver", "tsit5"]
 SERIES = ("loss", "weight_gap", "output_gap", "heldout_output_gap", "distance_from_init")
 
 

@@ -17,6 +17,7 @@ from experiments._cli import main
 from experiments._sweep import CONNECT_TIMEOUT_S, task_key
 
 TINY = ["--width", "8", "--n-train", "12", "--n-test", "6", "--n-times", "15", "--no-progress"]
+TINY += ["--solver", "tsit5"]  # the default exprk4 is run in tests/experiments/test_lazy_cli.py
 ALPHAS = [10.0, 100.0, 1000.0]  # one form of lazy_comparison (direct): one compilation
 TIMING = ("wall_s", "task")  # where and how fast a task ran: the only fields allowed to differ
 

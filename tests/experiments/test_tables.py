@@ -61,7 +61,7 @@ def test_the_cli_states_the_task_in_config_and_refuses_multiclass(tmp_path, caps
     assert "--task classification" in one_line(capsys.readouterr().err)
     assert not (tmp_path / "c").exists()
     out = tmp_path / "r"
-    tiny = ["--t1", "0.1", "--n-times", "4", "--alphas", "10", "--no-progress"]
+    tiny = ["--t1", "0.1", "--n-times", "4", "--alphas", "10", "--no-progress", "--solver", "tsit5"]
     assert cli("run", "lazy", *argv, *tiny, "--out", out) == 0
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["task"] == "regression" and "task: regression" in config["data_description"]
