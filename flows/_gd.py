@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._checks import check_finite, check_loss, check_positive, check_ts
+from ._checks import check_finite, check_loss, check_observables, check_positive, check_ts
 from ._failures import MaxStepsReached
 from ._flat import trainable_of
 from ._flow import Trajectory, _GradientField, _Recorder, trajectory
@@ -109,7 +109,7 @@ def gradient_descent(
     check_finite("params0", trainable)
     check_loss(loss, params0)
     field = _GradientField(loss, static)
-    recorder = _Recorder(loss, tuple(sorted((observables or {}).items())), save_params, static)
+    recorder = _Recorder(loss, check_observables(observables), save_params, static)
 
     records, y, k = [], trainable, 0
     with tqdm(

@@ -233,6 +233,8 @@ def integrate(
         first_test = _SECOND_THREAD.submit(monitor.lam, field, 0.0, y0)
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     stamp = None if checkpoint is None else fingerprint(field, y0, ts, save, settings)
+    if checkpoint is not None:
+        _checkpoint.check_path(checkpoint)
     if checkpoint is not None and os.path.exists(checkpoint):
         done, t_start, phase, y, saved_leaves = _checkpoint.read(
             checkpoint, stamp, jax.tree.structure(y0), save_def.num_leaves, stats

@@ -36,6 +36,43 @@ def test_gradient_flow_rejects_bad_arguments(kwargs, match):
         flows.gradient_flow(loss, jnp.ones(2), **kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        # each used to fail inside the solve, without the argument's name
+        ({"observables": [jnp.sum]}, TypeError,
+         "observables must be a dict {name: fn(params) -> array}, got list"),
+        ({"observables": {"x": "norm"}}, TypeError,
+         "observables['x'] must be a function of the parameters, got str"),
+        ({"ts": ["a", "b"]}, ValueError, "ts must be an array of flow times, got ['a', 'b']"),
+    ],
+)  # fmt: skip
+def test_gradient_flow_and_descent_name_bad_observables_and_ts(kwargs, error, message):
+    with pytest.raises(error) as flow:
+        flows.gradient_flow(loss, jnp.ones(2), 1.0, **kwargs)
+    with pytest.raises(error) as descent:
+        flows.gradient_descent(loss, jnp.ones(2), 1.0, eta=0.1, **kwargs)
+    assert str(flow.value).startswith(message) and str(descent.value).startswith(message)
+
+
+@pytest.mark.parametrize("content", [b"not an archive", b"PK\x03\x04 truncated"])
+def test_a_damaged_checkpoint_is_named_not_advised_allow_pickle(content, tmp_path):
+    path = tmp_path / "ck.npz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as e:
+        flows.gradient_flow(loss, jnp.ones(2), 1.0, checkpoint=str(path))
+    assert str(e.value).startswith(f"checkpoint {str(path)!r} is not a readable checkpoint (")
+    assert "allow_pickle" not in str(e.value) and "delete it to start afresh" in str(e.value)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_solve(tmp_path):
+    # was a FileNotFoundError from the first write, after the first chunk's work
+    (tmp_path / "file").write_text("")
+    path = str(tmp_path / "file" / "ck.npz")  # a folder inside a regular file
+    with pytest.raises(ValueError, match=rf"^checkpoint {path!r}: cannot write in "):
+        flows.gradient_flow(loss, jnp.ones(2), 1.0, checkpoint=path)
+
+
 def test_gradient_flow_rejects_non_finite_params():
     with pytest.raises(ValueError, match="params0"):
         flows.gradient_flow(loss, jnp.array([1.0, jnp.nan]), 1.0)
