@@ -73,7 +73,9 @@ class RunFolder:
             k = 1
             while os.path.exists(out):
                 out, k = f"{base}-{k}", k + 1
-        elif os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        elif os.path.exists(out) and not os.path.isdir(out):  # was "... is not empty"
+            raise UsageError(f"--out {out!r} exists and is not a folder: choose a new --out")
+        elif os.path.exists(out) and os.listdir(out):
             hint = (
                 f"continue it with --resume {out} or choose a new --out"
                 if os.path.exists(os.path.join(out, CONFIG))
@@ -97,7 +99,13 @@ class RunFolder:
             raise UsageError(
                 f"--resume {self.path!r}: no readable {CONFIG} of a {self.experiment} run"
             ) from None
-        if config.get("experiment", self.experiment) != self.experiment:
+        recorded = config.get("experiment", self.experiment)
+        if not isinstance(recorded, str) or not recorded.isidentifier():  # not a run's name
+            raise UsageError(
+                f"--resume {self.path!r}: its {CONFIG} names no experiment "
+                f"({recorded!r}); not the config.json of a {self.experiment} run"
+            )
+        if recorded != self.experiment:
             raise UsageError(
                 f"--resume {self.path!r} holds a {config['experiment']} run, not a "
                 f"{self.experiment} run: gradflows run {config['experiment']} --resume {self.path}"

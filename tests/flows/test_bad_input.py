@@ -73,6 +73,16 @@ def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_solve(tmp_pat
         flows.gradient_flow(loss, jnp.ones(2), 1.0, checkpoint=path)
 
 
+def test_gradient_descent_over_its_budget_by_301_digits_says_so_in_floats():
+    # t1/eta = 5e300 steps: was "OverflowError: Python int too large to convert to C long"
+    with pytest.raises(flows.MaxStepsReached) as e:
+        flows.gradient_descent(loss, jnp.ones(2), 1e300, eta=0.2)
+    assert str(e.value) == (
+        "gradient descent to t=1e+300 with eta=0.2 takes 5e+300 steps, over "
+        "max_steps=200000; raise max_steps"
+    )
+
+
 def test_gradient_flow_rejects_non_finite_params():
     with pytest.raises(ValueError, match="params0"):
         flows.gradient_flow(loss, jnp.array([1.0, jnp.nan]), 1.0)
