@@ -118,6 +118,12 @@ def test_lazy_comparison_rejects_bad_data():
         flows.lazy.lazy_comparison(net, (X.at[0, 0].set(jnp.nan), Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="data targets"):
         flows.lazy.lazy_comparison(net, (X, Y[:3]), 1.0, 1.0)
+    # each was "TypeError: _check_data() takes from 2 to 3 positional arguments but 6 were
+    # given" (an array of 5 rows unpacked) or "... but 4 were given"
+    with pytest.raises(ValueError, match=r"^data must be a pair \(X \(n, d\), Y \(n,\)\), got "):
+        flows.lazy.lazy_comparison(net, X, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"^data must be a pair .*, got a tuple of 3$"):
+        flows.lazy.lazy_comparison(net, (X, Y, Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="do not fit the model"):
         flows.lazy.lazy_comparison(net, (X[:, :2], Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="heldout"):
