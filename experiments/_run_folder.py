@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import shutil
+import tempfile
 
 from ._atomic import TEMP_PREFIX
 from ._options import UsageError, flag
@@ -82,6 +83,7 @@ class RunFolder:
                 else "choose a new --out"
             )
             raise UsageError(f"--out {out!r} already exists and is not empty: {hint}")
+        _check_creatable(out)
         return cls(experiment, out, resumed=False)
 
     def stored_config(self) -> dict:
@@ -171,6 +173,23 @@ class RunFolder:
             kept.append("a checkpoint of the solve in progress")
         what = " and ".join(kept) if kept else "its settings only (config.json), no results yet"
         return f"interrupted: {self.path} keeps {what}; resume with: {self.resume_command()}"
+
+
+def _check_creatable(out: str) -> None:
+    """Refuse now, naming `--out`, a folder that could not be made when the run starts (after
+    the data and, for lazy, the constants of Σ: an unwritable --out used to fail only then).
+    Probed by a temporary folder in the nearest existing parent, removed at once."""
+    parent = os.path.abspath(out)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--out {out!r}: {parent!r} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".gradflows-probe-"))
+    except OSError as e:
+        raise UsageError(
+            f"--out {out!r}: cannot create a folder in {parent!r} ({e.strerror or e})"
+        ) from None
 
 
 def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -> dict:

@@ -198,3 +198,21 @@ def test_resume_of_a_config_naming_no_experiment_is_refused_as_such(recorded, tm
         f"gradflows run lazy: error: --resume {str(tmp_path)!r}: its config.json names no "
         f"experiment ({recorded!r}); not the config.json of a lazy run\n"
     )
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_an_out_that_cannot_be_made_is_refused_before_any_work(name, tmp_path, capsys):
+    # was found only when the folder was made: for lazy after the data and Σ's constants
+    # (7.7 s on the default digits for --out /proc/x)
+    (tmp_path / "file").write_text("")
+    out = str(tmp_path / "file" / "run")
+    assert cli("run", name, "--out", out) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run {name}: error: --out {out!r}: {str(tmp_path / 'file')!r} is a file, "
+        "not a folder\n"
+    )
+    out = "/proc/gradflows-run"  # a folder nobody can make a folder in, not even root
+    assert cli("run", name, "--out", out) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gradflows run {name}: error: --out {out!r}: cannot create a folder")
+    assert err.count("\n") == 1
