@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import shutil
+import tempfile
 
 from ._atomic import TEMP_PREFIX
 from ._options import UsageError, flag
@@ -73,13 +74,16 @@ class RunFolder:
             k = 1
             while os.path.exists(out):
                 out, k = f"{base}-{k}", k + 1
-        elif os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        elif os.path.exists(out) and not os.path.isdir(out):  # was "... is not empty"
+            raise UsageError(f"--out {out!r} exists and is not a folder: choose a new --out")
+        elif os.path.exists(out) and os.listdir(out):
             hint = (
                 f"continue it with --resume {out} or choose a new --out"
                 if os.path.exists(os.path.join(out, CONFIG))
                 else "choose a new --out"
             )
             raise UsageError(f"--out {out!r} already exists and is not empty: {hint}")
+        _check_creatable(out)
         return cls(experiment, out, resumed=False)
 
     def stored_config(self) -> dict:
@@ -97,7 +101,13 @@ class RunFolder:
             raise UsageError(
                 f"--resume {self.path!r}: no readable {CONFIG} of a {self.experiment} run"
             ) from None
-        if config.get("experiment", self.experiment) != self.experiment:
+        recorded = config.get("experiment", self.experiment)
+        if not isinstance(recorded, str) or not recorded.isidentifier():  # not a run's name
+            raise UsageError(
+                f"--resume {self.path!r}: its {CONFIG} names no experiment "
+                f"({recorded!r}); not the config.json of a {self.experiment} run"
+            )
+        if recorded != self.experiment:
             raise UsageError(
                 f"--resume {self.path!r} holds a {config['experiment']} run, not a "
                 f"{self.experiment} run: gradflows run {config['experiment']} --resume {self.path}"
@@ -163,6 +173,23 @@ class RunFolder:
             kept.append("a checkpoint of the solve in progress")
         what = " and ".join(kept) if kept else "its settings only (config.json), no results yet"
         return f"interrupted: {self.path} keeps {what}; resume with: {self.resume_command()}"
+
+
+def _check_creatable(out: str) -> None:
+    """Refuse now, naming `--out`, a folder that could not be made when the run starts (after
+    the data and, for lazy, the constants of Σ: an unwritable --out used to fail only then).
+    Probed by a temporary folder in the nearest existing parent, removed at once."""
+    parent = os.path.abspath(out)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--out {out!r}: {parent!r} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".gradflows-probe-"))
+    except OSError as e:
+        raise UsageError(
+            f"--out {out!r}: cannot create a folder in {parent!r} ({e.strerror or e})"
+        ) from None
 
 
 def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -> dict:

@@ -3,7 +3,7 @@ every interpretation stated (`Table.notes`) rather than made silently."""
 
 import csv
 import os
-import warnings
+import zipfile
 from typing import NamedTuple
 
 import numpy as np
@@ -31,21 +31,37 @@ def _one_line(error) -> str:
     return " ".join(str(error).split())
 
 
+def _number(text: str) -> float:
+    """A CSV field as a float: NaN when empty or not a number (refused later, by name)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
 def _read_csv(path, target, notes):
     # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte order mark, which would
     # otherwise become part of the first column's name.
     with open(path, newline="", encoding="utf-8-sig") as f:
-        header = next(csv.reader(f), None)
+        reader = csv.reader(f)
+        header = next(reader, None)
         if not header:
             raise ValueError("empty file (a header row of column names is needed)")
         header = [name.strip() for name in header]
-        with warnings.catch_warnings():  # numpy warns on a header-only file; refused below
-            warnings.filterwarnings("ignore", "genfromtxt: Empty input", UserWarning)
-            table = np.genfromtxt(f, delimiter=",", dtype=np.float64, ndmin=2)
-    if table.size == 0:
+        rows = []
+        for row in reader:
+            if not row or row[0].lstrip().startswith("#"):  # blank lines and comments
+                continue
+            if len(row) != len(header):  # line_num: the file's line (the header is line 1)
+                raise ValueError(
+                    f"line {reader.line_num} (data row {len(rows) + 1}) has {len(row)} "
+                    f"fields, expected {len(header)}, the header's columns "
+                    f"({', '.join(header)})"
+                )
+            rows.append([_number(field) for field in row])
+    if not rows:
         raise ValueError("no data rows, only the header row")
-    if table.shape[1] != len(header):
-        raise ValueError(f"rows have {table.shape[1]} fields, the header {len(header)}")
+    table = np.array(rows, dtype=np.float64)
     if header[0] == "" and np.array_equal(table[:, 0], np.arange(len(table))):
         # pandas' to_csv writes its index so: an unnamed first column 0, 1, …, n − 1.
         notes.append("dropped the unnamed first column (a pandas index 0..n−1)")
@@ -62,20 +78,35 @@ def _read_csv(path, target, notes):
     return np.delete(table, j, axis=1), table[:, j]
 
 
+# What a readable NPZ is, said when a file is not one.
+NPZ = "a zip archive of .npy arrays, as numpy.savez writes"
+
+
 def _read_npz(path, target):
+    with open(path, "rb") as f:
+        head = f.read(6)
+    if head == b"\x93NUMPY":
+        raise ValueError(f"not a readable NPZ: it holds a single .npy array, not {NPZ}")
+    # numpy.load reads a file that starts otherwise as a pickle, and advised allow_pickle
+    if not (head.startswith((b"PK\x03\x04", b"PK\x05\x06")) and zipfile.is_zipfile(path)):
+        raise ValueError(f"not a readable NPZ (not {NPZ}; truncated or another format)")
     try:
-        npz = np.load(path, allow_pickle=False)
-    except ValueError as e:  # not an archive numpy can read without pickles
-        raise ValueError(f"cannot read the file as NPZ ({e})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise ValueError("cannot read the file as NPZ (it holds a single .npy array)")
-    with npz:
-        if "X" not in npz.files or target not in npz.files:
-            raise ValueError(
-                f"an NPZ needs arrays 'X' (n, d) and {target!r} (n,); it holds "
-                f"{', '.join(npz.files) or 'nothing'}"
-            )
-        X, y = np.asarray(npz["X"], np.float64), np.asarray(npz[target], np.float64)
+        with np.load(path, allow_pickle=False) as npz:
+            if "X" not in npz.files or target not in npz.files:
+                raise KeyError(
+                    f"an NPZ needs arrays 'X' (n, d) and {target!r} (n,); it holds "
+                    f"{', '.join(npz.files) or 'nothing'}"
+                )
+            X, y = np.asarray(npz["X"], np.float64), np.asarray(npz[target], np.float64)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    except (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as e:
+        why = (
+            "an array holds pickled Python objects, which are never loaded"
+            if "pickle" in str(e)
+            else f"{type(e).__name__}: {_one_line(e)}"
+        )
+        raise ValueError(f"not a readable NPZ ({why}); it must be {NPZ}, of numbers") from None
     if X.ndim != 2 or y.ndim != 1 or len(y) != len(X):
         raise ValueError(f"shapes X {X.shape} and {target} {y.shape}: need (n, d), (n,)")
     return X, y

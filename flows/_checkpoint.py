@@ -36,6 +36,46 @@ def atomic_savez(path: str, **arrays) -> None:
     os.replace(tmp, path)
 
 
+def check_path(path: str) -> None:
+    """Before a solve: `path` must be a readable checkpoint or a file that can be written (its
+    folder made if missing), so that a bad path fails now, not after the first chunk's work.
+    **Raises:** `ValueError` naming `checkpoint`."""
+    if os.path.exists(path):
+        if os.path.isdir(path):
+            raise ValueError(f"checkpoint {path!r} is a folder; give the path of an .npz file")
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, suffix=".npz")
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise ValueError(
+            f"checkpoint {path!r}: cannot write in {folder!r} ({e.strerror or e})"
+        ) from None
+
+
+def load(path: str):
+    """`np.load(path)` of a checkpoint (an open `NpzFile`, use it in a `with`). **Raises:**
+    `ValueError` naming `checkpoint` when the file is not an .npz archive numpy can read
+    without pickles (truncated, or another format): numpy's own error advised
+    `allow_pickle`."""
+    try:
+        ck = np.load(path, allow_pickle=False)
+        if isinstance(ck, np.lib.npyio.NpzFile):
+            return ck
+        reason = "a single .npy array"
+    except Exception as e:  # ValueError (a pickle), zipfile.BadZipFile, EOFError, OSError
+        reason = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        if "pickle" in reason:
+            reason = "not a zip archive"
+    raise ValueError(
+        f"checkpoint {path!r} is not a readable checkpoint ({reason}); it was not written by "
+        "a gradflows solve, or was damaged: delete it to start afresh"
+    )
+
+
 def write(path, fingerprint, ts, done, t, phase, y, saved_leaves, stats) -> None:
     """The state of a chunked solve after `done` chunks: time `t`, solver `phase`, state `y`,
     what was saved so far and the counters of `stats`, with the problem's `fingerprint`."""
@@ -57,7 +97,7 @@ def read(path, fingerprint, y_def, n_saved_leaves, stats):
 
     **Raises:** `ValueError` (`Fingerprint.check`) if the file was written for another
     problem."""
-    with np.load(path, allow_pickle=False) as ck:
+    with load(path) as ck:
         fingerprint.check(path, ck)
         y = jax.tree.unflatten(y_def, [jnp.asarray(ck[f"y{i}"]) for i in range(y_def.num_leaves)])
         saved_leaves = [[ck[f"s{i}"]] for i in range(n_saved_leaves)]

@@ -1,6 +1,7 @@
 """Argument checks shared by the public functions: one clear error naming the argument."""
 
 import math
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -63,8 +64,34 @@ def check_finite(name: str, tree) -> None:
                 raise ValueError(f"{name} contains non-finite values (NaN or inf)")
 
 
+def check_observables(observables) -> tuple:
+    """`observables` (`{name: fn(params) -> array}`, or None) as sorted `(name, fn)` pairs.
+    **Raises:** `TypeError` naming `observables` (not a dict) or the entry whose value is not
+    a function (a list of functions used to fail as "'list' object has no attribute
+    'items'", a string as "'str' object is not callable" inside the solve)."""
+    if observables is None:
+        return ()
+    if not isinstance(observables, Mapping):
+        raise TypeError(
+            "observables must be a dict {name: fn(params) -> array}, got "
+            f"{type(observables).__name__}"
+        )
+    for name, fn in observables.items():
+        if not isinstance(name, str):
+            raise TypeError(f"observables: each name must be a str, got {name!r}")
+        if not callable(fn):
+            raise TypeError(
+                f"observables[{name!r}] must be a function of the parameters, got "
+                f"{type(fn).__name__}"
+            )
+    return tuple(sorted(observables.items()))
+
+
 def check_ts(ts, t1: float) -> np.ndarray:
-    ts = np.asarray(ts, dtype=np.float64)
+    try:
+        ts = np.asarray(ts, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"ts must be an array of flow times, got {ts!r} ({e})") from None
     if ts.ndim != 1 or ts.size == 0:
         raise ValueError(f"ts must be a non-empty 1-D array, got shape {ts.shape}")
     if not np.all(np.isfinite(ts)):

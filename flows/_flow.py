@@ -11,7 +11,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_loss
+from ._checks import check_finite, check_loss, check_observables
 from ._flat import FlatSpec, trainable_of
 from ._integrate import integrate
 from ._settings import SolveSettings, resolve_flow_inputs
@@ -184,7 +184,7 @@ def gradient_flow(
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
-    obs = tuple(sorted((observables or {}).items()))
+    obs = check_observables(observables)
     # One flat state vector: diffrax's per-step work is then a few array operations, not a
     # few per leaf (measured: docs/performance.md).
     spec = FlatSpec.of(trainable)

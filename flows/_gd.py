@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._checks import check_finite, check_loss, check_positive, check_ts
+from ._checks import check_finite, check_loss, check_observables, check_positive, check_ts
 from ._failures import MaxStepsReached
 from ._flat import trainable_of
 from ._flow import Trajectory, _GradientField, _Recorder, trajectory
@@ -98,18 +98,20 @@ def gradient_descent(
     if ts is None:
         ts = log_times(t1, 100, t_min=eta) if n_steps > 1 else np.array([0.0, t1])
     ts = check_ts(ts, t1)
-    save_steps = np.unique(np.minimum(np.rint(ts / eta).astype(np.int64), n_steps))
-    if save_steps[-1] > settings.max_steps:
+    # Checked in floats before any integer cast: t1/eta = 5e300 steps overflowed int64
+    last = min(float(np.rint(ts[-1] / eta)), float(n_steps))
+    if last > settings.max_steps:
         raise MaxStepsReached(
-            f"gradient descent to t={save_steps[-1] * eta:.6g} with eta={eta:g} takes "
-            f"{save_steps[-1]} steps, over max_steps={settings.max_steps}; raise max_steps",
+            f"gradient descent to t={last * eta:.6g} with eta={eta:g} takes "
+            f"{last:.6g} steps, over max_steps={settings.max_steps}; raise max_steps",
             0.0,
         )
+    save_steps = np.unique(np.minimum(np.rint(ts / eta).astype(np.int64), n_steps))
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
     field = _GradientField(loss, static)
-    recorder = _Recorder(loss, tuple(sorted((observables or {}).items())), save_params, static)
+    recorder = _Recorder(loss, check_observables(observables), save_params, static)
 
     records, y, k = [], trainable, 0
     with tqdm(

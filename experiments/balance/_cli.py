@@ -19,6 +19,10 @@ PARTS = ("logistic", "conservation", "gd", "squared", "homogeneous")
 ACTIVATIONS = ("relu", "leaky_relu", "abs")
 SOLVERS = {"logistic": "tsit5", "squared": "auto", "homogeneous": "tsit5"}
 DRIFT_SOLVERS = ("tsit5", "kvaerno5", "implicit_midpoint", "gauss4")
+# Gradient-descent steps of one --etas (--gd-t1/η): 1.2e6 steps take ~8 s on the default
+# problem, so 1e8 is ~10 minutes; --gd-t1 1e300 was a 301-digit step count and an int64
+# overflow in every task.
+MAX_GD_STEPS = 100_000_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,6 +141,11 @@ def settings(args) -> dict:
         raise UsageError("--etas needs at least two steps to fit the drift's exponent")
     if "gd" in parts and max(etas) * 10 > gd_t1:
         raise UsageError(f"--gd-t1 ({gd_t1:g}) must be at least 10 steps of the largest --etas")
+    if "gd" in parts and gd_t1 / min(etas) > MAX_GD_STEPS:  # each step is one gradient
+        raise UsageError(
+            f"--gd-t1 {gd_t1:g} is {gd_t1 / min(etas):.3g} steps of the smallest --etas "
+            f"({min(etas):g}), over {MAX_GD_STEPS:.0e}"
+        )
     bounded("--n-save", args.n_save, 2, 100_000)
     bounded("--seed", args.seed, 0, 2**32 - 1)
     bounded("--n-train", args.n_train, 2, 10**6)

@@ -174,11 +174,17 @@ def settings(args) -> dict:
         ("seed", 0, 2**32 - 1),
     ):
         bounded(flag(key), s[key], low, high)
-    steps = round(s["t1"] / min(s["etas"]))
+    steps = s["t1"] / min(s["etas"])  # a float: 1e300/0.65 has 301 digits as an int
     if max(s["etas"]) > s["t1"] / 10:
-        raise UsageError(f"--t1 ({s['t1']:g}) must be at least 10 steps of the largest --etas")
+        raise UsageError(
+            f"--t1 ({s['t1']:g}) must be at least 10 steps of the largest --etas "
+            f"({max(s['etas']):g})"
+        )
     if steps > 200_000:
-        raise UsageError(f"--t1 {s['t1']:g} is {steps} steps of the smallest --etas, over 200000")
+        raise UsageError(
+            f"--t1 {s['t1']:g} is {steps:.3g} steps of the smallest --etas "
+            f"({min(s['etas']):g}), over 200000"
+        )
     p = parameters(s)
     if s["k"] > p:
         raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")

@@ -1,6 +1,7 @@
 """The options of `gradflows run lazy` and the settings they resolve to."""
 
 import argparse
+import math
 
 from .._options import (
     SOLVERS,
@@ -13,10 +14,18 @@ from .._options import (
     parse_classes,
     parse_list,
     positive,
+    shown,
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
 from .._sweep_options import add_sweep_options
+
+# The slowest decay e^{−λ·t1} a horizon may ask for: −ln of float64's smallest (subnormal)
+# number, 4.9e-324, is 744.4. Past it even the linearised flow's slowest mode is 0 in float64
+# (its loss reached round-off long before), so a longer horizon only costs time.
+MAX_DECAY = 745.0
+#: The `--loss-decades` this allows, D·ln(10)/2 <= `MAX_DECAY`.
+MAX_LOSS_DECADES = 2 * MAX_DECAY / math.log(10)
 
 DEFAULT_ALPHAS = [float(10 ** (k / 2)) for k in range(13)]  # 10^0 ... 10^6, half-decades
 
@@ -99,10 +108,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         g,
         "t1",
         "horizon (flow time); default: flows.lazy.lazy_horizon, D·ln(10)/(2·λ_min(Σ)) with "
-        "D = --loss-decades, so that the linearised loss falls by at least 10^D",
+        "D = --loss-decades, so that the linearised loss falls by at least 10^D; at most "
+        "745/λ_min(Σ), where e^(−λ_min·t1) is below the smallest float64",
         type=float,
     )
-    _option(g, "loss_decades", "D (%(default)g)", type=float)
+    _option(g, "loss_decades", "D, at most 647 (%(default)g)", type=float)
     _option(
         g,
         "n_times",
@@ -204,6 +214,11 @@ def settings(args) -> dict:
                     f"--data {s['data']}; got {flag(key)} {s[key]}"
                 )
     positive("--loss-decades", s["loss_decades"])
+    if s["loss_decades"] > MAX_LOSS_DECADES:  # the horizon's limit, `_pipeline.horizon`
+        raise UsageError(
+            f"--loss-decades must be at most {MAX_LOSS_DECADES:.0f} (a fall of 10^D past it "
+            f"is below the smallest float64), got {shown(s['loss_decades'])}"
+        )
     if s["t1"] is not None:
         positive("--t1", s["t1"])
     if not 0 < s["rate_window"] < 1:

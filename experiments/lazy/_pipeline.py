@@ -3,14 +3,15 @@
 
 import jax
 import numpy as np
+from tqdm.auto import tqdm
 
 import flows
 
 from .. import _interrupt
-from .._options import UsageError
+from .._options import UsageError, shown
 from .._sweep_parts import checkpoint_path, task_key
 from ._alpha import LOSS, alpha_task, record_of, smooth
-from ._cli import config_of
+from ._cli import MAX_DECAY, config_of
 from ._report import print_summary
 from ._results import write_results
 
@@ -20,15 +21,33 @@ LONG_RUN_STEPS = 20_000
 PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'alpha': α})"
 
 
+# Below this fraction of λ_max, λ_min(Σ) counts as 0 (a singular Σ); the horizon's limit is
+# then set by the slowest mode that is resolved, this fraction of λ_max.
+SINGULAR = 1e-12
+
+
 def horizon(s, constants) -> float:
-    if s["t1"] is not None:
-        return s["t1"]
-    if constants.lambda_min <= 1e-12 * constants.lambda_max:
+    """The run's t1: `--t1`, or `flows.lazy.lazy_horizon` of `--loss-decades`. Raises
+    `UsageError` naming `--t1` when Σ is singular and no t1 is given, or when the given t1
+    decays the slowest mode past `MAX_DECAY` (stating the largest t1 on this data)."""
+    lam_min, lam_max = constants.lambda_min, constants.lambda_max
+    if s["t1"] is None:
+        if lam_min <= SINGULAR * lam_max:
+            raise UsageError(
+                f"--t1: the NTK Gram matrix is singular (λ_min = {lam_min:.3g}), "
+                "so no horizon makes the loss fall by 10^D; give --t1"
+            )
+        return flows.lazy.lazy_horizon(lam_min, s["loss_decades"])
+    t1 = s["t1"]
+    rate = max(lam_min, SINGULAR * lam_max)
+    if rate * t1 > MAX_DECAY:
         raise UsageError(
-            f"--t1: the NTK Gram matrix is singular (λ_min = {constants.lambda_min:.3g}), "
-            "so no horizon makes the loss fall by 10^D; give --t1"
+            f"--t1 {shown(t1)}: λ·t1 = {rate * t1:.3g} with λ = {rate:.3g} (λ_min(Σ), or "
+            f"{SINGULAR:g}·λ_max when Σ is singular) is past {MAX_DECAY:g}, where e^(−λ·t1) "
+            "is below the smallest float64 and the loss reached round-off long before: "
+            f"--t1 at most {MAX_DECAY / rate:.3g} on this data"
         )
-    return flows.lazy.lazy_horizon(constants.lambda_min, s["loss_decades"])
+    return t1
 
 
 def check_cost(s, t1, lambda_max) -> None:
@@ -89,7 +108,9 @@ def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_mode
         "remainder_rule": "flows.lazy.lazy_remainder_rule: remainder form for α >= "
         f"{flows.lazy.LAZY_REMAINDER_ALPHA:g}, direct form below",
     }
-    folder.start(config)
+    folder.start(config)  # the folder exists from here on: said only now
+    how = "resumed" if folder.resumed else "made"
+    tqdm.write(f"lazy: t1 = {t1:.4g}; run folder {folder.path} ({how}); tasks: {sweep.describe()}")
     shared = {"settings": s, "X": X, "Y": Y, "heldout": X_test, "ts": ts}
     if user_model:
         shared["model"] = model  # sent to the workers (an equinox Module pickles)

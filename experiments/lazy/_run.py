@@ -31,7 +31,7 @@ def _run(args, s, sweep) -> int:
     tqdm.write(
         f"lazy: {n_parameters(X.shape[1], s['width'], s['depth']):,} parameters, "
         f"{len(Y)} training points; computing the constants of Σ = JJᵀ (λ_min, λ_max) "
-        f"before {len(s['alphas'])} flows; run folder {folder.path}"
+        f"before {len(s['alphas'])} flows"
     )
     info = {
         "task": data.task,

@@ -76,14 +76,18 @@ def settings(args) -> dict:
     bounded("--field-grid", args.field_grid, 5, 2000)
     bounded("--gd-steps", args.gd_steps, 1, 10_000)
     solve = solve_settings(solver="tsit5", rtol=args.rtol, atol=args.atol)
+    w0 = parse_list("--w0", args.w0, count=2)
+    scales = parse_list("--scales", args.scales, positive=True, unique=True)
+    alphas = parse_list("--alphas", args.alphas, positive=True, unique=True)
+    _check_sizes(args, w0, scales, alphas)
     return {
         "figures": [f for f in FIGURES if f in figures],
         "format": args.format,
         "activation": args.activation,
         "x": args.x,
-        "w0": parse_list("--w0", args.w0, count=2),
-        "scales": parse_list("--scales", args.scales, positive=True, unique=True),
-        "alphas": parse_list("--alphas", args.alphas, positive=True, unique=True),
+        "w0": w0,
+        "scales": scales,
+        "alphas": alphas,
         "radius": args.radius,
         "target": args.target,
         "t1": args.t1,
@@ -95,3 +99,38 @@ def settings(args) -> dict:
         "atol": solve.atol,
         "solver": "tsit5",
     }
+
+
+# The toy's numbers stay where its pictures mean something and float64 can draw them: at
+# --x 1e300 or --target 1e300 the gradient overflowed (reported as a failure of --eta), at
+# --w0 1e300 the window w0 ± ρ/α vanished in round-off, at --alphas 1e300 the level sets
+# became NaN, and at --t1 1e300 every flow ran out of its 200000 Tsit5 steps (~2 per unit of
+# flow time here) after minutes; each was refused only after all three figures were tried.
+MAX_SIZE = 1e3  # |x|, |y*|, |w0|, ρ
+ALPHA_RANGE = (1e-4, 1e4)  # --scales, --alphas
+MAX_T1 = 1e4
+MIN_WINDOW = 1e-6  # the window's half-width ρ/α, relative to max(1, |w0|)
+
+
+def _check_sizes(args, w0, scales, alphas) -> None:
+    """Refuse, naming the flag, numbers outside the ranges above."""
+    for name, value in (("--x", args.x), ("--target", args.target), ("--radius", args.radius)):
+        if abs(value) > MAX_SIZE:
+            raise UsageError(f"{name} must be at most {MAX_SIZE:g} in size, got {value:g}")
+    if max(abs(w) for w in w0) > MAX_SIZE:
+        raise UsageError(
+            f"--w0 must be at most {MAX_SIZE:g} in size, got {','.join(f'{w:g}' for w in w0)}"
+        )
+    low, high = ALPHA_RANGE
+    for name, values in (("--scales", scales), ("--alphas", alphas)):
+        for value in values:
+            if not low <= value <= high:
+                raise UsageError(f"{name} must lie in [{low:g}, {high:g}], got {value:g}")
+    if args.t1 > MAX_T1:
+        raise UsageError(f"--t1 must be at most {MAX_T1:g} (flow time), got {args.t1:g}")
+    width = args.radius / max(scales + alphas)
+    if width < MIN_WINDOW * max(1.0, *map(abs, w0)):
+        raise UsageError(
+            f"--radius {args.radius:g}: the window w0 ± ρ/α is {width:.3g} wide at α = "
+            f"{max(scales + alphas):g}, under {MIN_WINDOW:g}·max(1, |w0|): raise --radius"
+        )

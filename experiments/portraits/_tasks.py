@@ -61,6 +61,7 @@ def figure_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
             solver=shared["solver"], rtol=shared["rtol"], atol=shared["atol"]
         )
         data = _compute(name, argparse.Namespace(**shared, solve=solve))
-    except FloatingPointError as e:  # only gradient descent (conservation) can blow up
-        return {"failed": True, "reason": f"--eta {shared['eta']}: {e}"}, None
+    except FloatingPointError as e:  # gradient descent (a too large --eta), or a flow
+        who = f"--eta {shared['eta']}" if "gradient descent" in str(e) else "a gradient flow"
+        return {"failed": True, "reason": f"{who}: {e}"}, None
     return _summary(name, data), data

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from .._checks import check_finite, check_loss
+from .._checks import check_finite, check_loss, check_observables
 from .._flat import FlatSpec, trainable_of
 from .._flow import Trajectory, _Recorder, trajectory
 from .._integrate import integrate
@@ -23,7 +23,7 @@ def field_flow(make_field, loss, params0, t1, *, settings, ts, observables, save
     check_finite("params0", trainable)
     check_loss(loss, params0)
     spec = FlatSpec.of(trainable)
-    obs = tuple(sorted((observables or {}).items()))
+    obs = check_observables(observables)
     saved, _, stats = integrate(
         make_field(loss, static, spec),
         spec.ravel(trainable),

@@ -77,9 +77,10 @@ def sharpness(
     vectors)` with `vectors` of shape `(k, p)`, flat, unit norm, sign arbitrary.
 
     **Raises:** `ValueError` naming `k` (not an integer in [1, p]), `tol` (not in (0, 1)),
-    `max_iters` (not an integer ≥ k), `v0` (not p or k·p numbers) or `params` (no trainable
-    leaves, not float64); `TypeError` naming `loss` (not a float scalar); a `UserWarning`
-    when Lanczos stops at `max_iters` with its residual above `tol`.
+    `max_iters` (not an integer ≥ k), `v0` (not p or k·p numbers, or non-finite)
+    or `params` (no trainable leaves, not float64, NaN or inf outside `jit`); `TypeError`
+    naming `loss` (not a float scalar); a `UserWarning` when Lanczos stops at `max_iters`
+    with its residual above `tol`.
 
     **Reference:** Cohen, Kaur, Li, Kolter & Talwalkar 2021, "Gradient descent on neural
     networks typically occurs at the edge of stability", ICLR, §3 and App. (sharpness by
@@ -89,6 +90,13 @@ def sharpness(
     p = w.shape[0]
     k = check_k(k, p)
     _check_search(tol, max_iters, k, v0, p)
+    # Outside jit: NaN parameters gave NaN eigenvalues, and a NaN v0 was silently replaced
+    # by the fallback start meant for a zero one
+    if not isinstance(w, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(w))):
+        raise ValueError("params contains non-finite values (NaN or inf)")
+    if v0 is not None and not isinstance(v0, jax.core.Tracer):
+        if not np.all(np.isfinite(np.asarray(v0, dtype=np.float64))):
+            raise ValueError("v0 must be finite (zero is allowed: a fixed start replaces it)")
     values, vectors, _, residual = top_eigenpairs(f, w, k, v0, tol=tol, max_iters=max_iters)
     if not isinstance(residual, jax.core.Tracer) and float(residual) > tol:
         warnings.warn(

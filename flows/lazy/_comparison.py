@@ -284,8 +284,9 @@ def lazy_comparison(
     **Returns:** a `LazyComparison`.
 
     **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
-    non-finite data or parameters, parameters that are not float64, shapes that do not match
-    the model, an implicit solver for a kinked net; `FloatingPointError` and
+    `data` not a pair (X, Y), non-finite data or parameters, parameters that are not
+    float64, shapes that do not match the model, an implicit solver for a kinked net;
+    `FloatingPointError` and
     `MaxStepsReached` as in `gradient_flow` (and `filippov_flow` for a kinked net).
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (finite horizon), Thm 2.4 (uniform in
@@ -295,6 +296,13 @@ def lazy_comparison(
     alpha = check_positive("alpha", alpha)
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     loss = get_loss(loss)
+    if not isinstance(data, (tuple, list)) or len(data) != 2:  # was a TypeError of _check_data
+        what = (
+            f"a {type(data).__name__} of {len(data)}"
+            if isinstance(data, (tuple, list))
+            else f"a {type(data).__name__}"
+        )
+        raise ValueError(f"data must be a pair (X (n, d), Y (n,)), got {what}")
     X, Y = _check_data("data", *data)
     X_test = None
     if heldout is not None:

@@ -19,8 +19,17 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._checkpoint import Fingerprint, atomic_savez, digest, leaf_paths, settings_text, summary
-from .._checks import check_finite, check_positive
+from .._checkpoint import (
+    Fingerprint,
+    atomic_savez,
+    check_path,
+    digest,
+    leaf_paths,
+    load,
+    settings_text,
+    summary,
+)
+from .._checks import check_finite, check_observables, check_positive
 from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._losses import SquaredLoss, get_loss
@@ -172,6 +181,8 @@ def filippov_flow(
     saved, saved_ts, sliding_at, t, done = [], [], [], 0.0, 0
     dt0 = None
     stamp = None if checkpoint is None else _fingerprint(model, field, y, ts, settings)
+    if checkpoint is not None:
+        check_path(checkpoint)
     if checkpoint is not None and os.path.exists(checkpoint):
         t, y, dt0, done = _resume(checkpoint, stamp, pieces, saved, saved_ts, sliding_at)
     else:
@@ -323,7 +334,7 @@ def _write(path, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at
 
 
 def _resume(path, stamp, pieces, saved, saved_ts, sliding_at):
-    with np.load(path, allow_pickle=False) as ck:
+    with load(path) as ck:
         stamp.check(path, ck)
         ts = ck["ts"]
         done = int(ck["done"])
@@ -345,7 +356,7 @@ def _trajectory(model, form, field, ts, saved, sliding_at, pieces, observables, 
     A, B, C = ys[:, :m], ys[:, m : m + m * dt].reshape(-1, m, dt), ys[:, m + m * dt :]
     loss = np.asarray(jax.jit(jax.vmap(field.loss_value))(ys))
     obs = {}
-    for name, fn in sorted((observables or {}).items()):
+    for name, fn in check_observables(observables):
         at = lambda a, b, c, fn=fn: fn(form.unpack(model, a, b, c))  # noqa: E731
         obs[name] = np.asarray(jax.vmap(at)(A, B, C))
     params = None

@@ -44,6 +44,11 @@ def _results(folder):
         (["--activations", "relu,tanh"], "--activations: each of relu, leaky_relu, abs"),
         (["--chatter-max-steps", "0"], "--chatter-max-steps must be >= 1"),
         (["--workers", "-1"], "--workers: must be an integer >= 0"),
+        # ran every --etas task into an int64 overflow, printing a 301-digit step count
+        (
+            ["--gd-t1", "1e300"],
+            "--gd-t1 1e+300 is 4e+301 steps of the smallest --etas (0.025), over 1e+08",
+        ),
     ],
 )
 def test_bad_arguments_give_one_line_naming_the_argument(capsys, tmp_path, argv, message):

@@ -177,3 +177,45 @@ def test_list_options_accept_commas_and_spaces_alike(tmp_path):
         parsed("--alphas", "0.1,1,10")["alphas"] == parsed("--alphas", "0.1", "1", "10")["alphas"]
     )
     assert parsed("--w0", "-0.5,1")["w0"] == parsed("--w0", "-0.5", "1")["w0"] == [-0.5, 1.0]
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_out_naming_a_file_says_it_is_not_a_folder(name, tmp_path, capsys):
+    # /dev/null or a file was "already exists and is not empty"
+    path = tmp_path / "a-file"
+    path.write_text("kept")
+    assert cli("run", name, *TINY[name], "--out", path) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run {name}: error: --out {str(path)!r} exists and is not a folder: "
+        "choose a new --out\n"
+    )
+    assert path.read_text() == "kept"
+
+
+@pytest.mark.parametrize("recorded", [3, None, "lazy; rm -rf"])
+def test_resume_of_a_config_naming_no_experiment_is_refused_as_such(recorded, tmp_path, capsys):
+    # {"experiment": 3} said "holds a 3 run ...: gradflows run 3 --resume DIR"
+    (tmp_path / "config.json").write_text(json.dumps({"experiment": recorded}))
+    assert cli("run", "lazy", "--resume", tmp_path) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run lazy: error: --resume {str(tmp_path)!r}: its config.json names no "
+        f"experiment ({recorded!r}); not the config.json of a lazy run\n"
+    )
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_an_out_that_cannot_be_made_is_refused_before_any_work(name, tmp_path, capsys):
+    # was found only when the folder was made: for lazy after the data and Σ's constants
+    # (7.7 s on the default digits for --out /proc/x)
+    (tmp_path / "file").write_text("")
+    out = str(tmp_path / "file" / "run")
+    assert cli("run", name, "--out", out) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run {name}: error: --out {out!r}: {str(tmp_path / 'file')!r} is a file, "
+        "not a folder\n"
+    )
+    out = "/proc/gradflows-run"  # a folder nobody can make a folder in, not even root
+    assert cli("run", name, "--out", out) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gradflows run {name}: error: --out {out!r}: cannot create a folder")
+    assert err.count("\n") == 1

@@ -126,6 +126,11 @@ def test_existing_folder_is_refused(finished, capsys):
         (["--flows", "gradient,exact"], "--flows: unknown exact"),
         (["--t1", "1"], "--t1 (1) must be at least 10 steps of the largest --etas"),
         (["--rtol", "0"], "--rtol"),
+        # the step count was printed as a 301-digit integer
+        (
+            ["--t1", "1e300"],
+            "--t1 1e+300 is 1.25e+300 steps of the smallest --etas (0.8), over 200000",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line_naming_the_flag(tmp_path, capsys, argv, says):

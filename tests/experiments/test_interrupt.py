@@ -118,3 +118,38 @@ def test_a_second_interrupt_stops_at_once_without_half_written_files(name, tmp_p
     assert f"--resume {folder}" in err.strip().splitlines()[-1]
     _no_temporaries(folder)
     json.load(open(folder / "config.json"))  # whole
+
+
+# A process that holds multiprocessing semaphores, as a run with a local Dask cluster does
+# (its nannies' queues: 12 for 2 workers), registered with the resource tracker that spawning
+# starts; then two Ctrl-C. `os._exit` used to skip the finalizers that unlink them, and the
+# tracker printed "There appear to be 6 leaked semaphore objects to clean up at shutdown".
+HOLDS_SEMAPHORES = """
+import os, signal, sys, time
+import multiprocessing
+from experiments import _interrupt
+with _interrupt.handling():
+    queues = [multiprocessing.get_context("spawn").Queue() for _ in range(2)]  # 3 each
+    print("ready", flush=True)
+    for _ in range(2):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)
+    time.sleep(30)  # the second Ctrl-C ends the process before this
+"""
+
+
+def test_a_second_interrupt_leaves_no_leaked_semaphores_for_the_resource_tracker():
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    proc = subprocess.run(
+        [sys.executable, "-c", HOLDS_SEMAPHORES], cwd=ROOT, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 130 and proc.stdout == "ready\n", proc.stderr
+    time.sleep(1)  # the tracker (still running) warns when it sees the pipe close
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == "interrupted before the run folder was made: nothing to keep", lines
+    assert not [line for line in lines if "leaked" in line or "Traceback" in line], lines

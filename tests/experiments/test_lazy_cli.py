@@ -164,8 +164,10 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
         (["--width", "100000", "--depth", "2"], "--width 100000 --depth 2"),  # 2e10 parameters
         (["--target", "y"], "--target"),  # a file's column, meaningless for the digits
         (["--data", "teacher", "--task", "classification"], "--task"),
-        # λ_max(Σ) ≈ 509 on the default digits: Tsit5 needs ≥ 1.45e8 steps to t = 1e6
-        (["--t1", "1e6"], "--max-steps 200000"),
+        # λ_max(Σ) ≈ 509 on the default digits: Tsit5 needs ≥ 1.45e4 steps to t = 100
+        (["--t1", "100", "--max-steps", "1000"], "--max-steps 1000"),
+        # λ_min(Σ) = 1.8: e^(−λ_min·t1) is 0 in float64 past t1 = 745/1.8 = 414
+        (["--t1", "1e6"], "--t1 1000000: λ·t1 = 1.8e+06 with λ = 1.8 "),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line_naming_them(argv, named, tmp_path, capsys):
@@ -173,6 +175,28 @@ def test_bad_arguments_exit_2_with_one_line_naming_them(argv, named, tmp_path, c
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and named in err and "Traceback" not in err
     assert not os.path.exists(tmp_path / "x")  # no run folder for bad input
+
+
+@pytest.mark.parametrize("solver", ["auto", "exprk4"])
+def test_a_horizon_past_float64s_range_is_refused_before_any_folder(solver, tmp_path, capsys):
+    # --solver auto/exprk4 (not held by λ_max, so no step count refuses them) used to start a
+    # job to t1 = 1e300; e^(−λ_min·t1) is 0 in float64 once λ_min·t1 > 745
+    folder = tmp_path / "x"
+    argv = [*TINY, "--t1", "1e300", "--solver", solver, "--alphas", "10", "--out", folder]
+    assert cli("run", "lazy", *argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("gradflows run lazy: error: --t1 1e+300: λ·t1 = ")
+    lam = float(err.split(" with λ = ")[1].split()[0])  # λ_min(Σ) of the tiny problem
+    largest = float(err.split("--t1 at most ")[1].split()[0])
+    assert largest == pytest.approx(745 / lam, rel=2e-3)  # both printed to 3 digits
+    assert not folder.exists()
+
+
+def test_loss_decades_past_float64s_range_are_refused_at_once(tmp_path, capsys):
+    assert cli("run", "lazy", "--loss-decades", "1000", "--out", tmp_path / "x") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "gradflows run lazy: error: --loss-decades must be at most 647 (a fall of " \
+        "10^D past it is below the smallest float64), got 1000"  # fmt: skip
 
 
 def test_an_empty_alpha_list_is_a_usage_error(capsys):
@@ -189,8 +213,16 @@ def test_an_empty_alpha_list_is_a_usage_error(capsys):
         ("nan.csv", "a,target\n1,0\nnan,1\n2,1\n", "NaN"),
         ("blank.csv", "a,target\n1,0\n,1\n2,1\n", "NaN"),
         ("one_class.csv", "a,target\n1,1\n2,1\n3,1\n", "single value"),
-        ("broken.npz", "this is not a zip archive", "cannot read"),
+        ("broken.npz", "this is not a zip archive", "not a readable NPZ (not a zip archive"),
         ("empty.csv", "", "empty"),
+        # numpy's genfromtxt said "Some errors were detected ! Line #2 (got 2 columns instead
+        # of 3)", counting lines after the header; the file's own line number is 3
+        (
+            "ragged.csv",
+            "a,b,target\n1,2,0\n3,4\n5,6,1\n",
+            "line 3 (data row 2) has 2 fields, expected 3, the header's columns (a, b, target)",
+        ),
+        ("long_row.csv", "a,target\n1,0\n\n2,1\n3,1,7\n", "line 5 (data row 3) has 3 fields"),
     ],
 )
 def test_bad_files_exit_2_with_one_line_naming_the_file(name, text, says, tmp_path, capsys):
@@ -198,6 +230,27 @@ def test_bad_files_exit_2_with_one_line_naming_the_file(name, text, says, tmp_pa
     assert main(["run", "lazy", "--data", path, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and name in err and says in err
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not_a_zip", "single_npy"])
+def test_a_corrupt_npz_is_named_as_not_a_readable_npz(damage, tmp_path, capsys):
+    # numpy.load tries a file that is not a zip archive as a pickle, and its error advised
+    # allow_pickle=True; a truncated archive gave "BadZipFile: File is not a zip file"
+    path = str(tmp_path / f"{damage}.npz")
+    rng = np.random.default_rng(0)
+    np.savez(path, X=rng.normal(size=(30, 3)), target=np.arange(30) % 2)
+    data = open(path, "rb").read()
+    if damage == "single_npy":
+        np.save(path + ".npy", rng.normal(size=3))
+        data = open(path + ".npy", "rb").read()
+    else:
+        data = data[: len(data) // 2] if damage == "truncated" else b"PK" + data[100:]
+    with open(path, "wb") as f:
+        f.write(data)
+    assert main(["run", "lazy", "--data", path, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"--data {path!r}: not a readable NPZ" in err
+    assert "pickle" not in err and not os.path.exists(tmp_path / "x")
 
 
 def test_csv_targets_become_plus_minus_one_and_features_are_standardised(tmp_path):

@@ -37,3 +37,29 @@ def test_a_no_progress_run_says_what_it_computes_before_the_constants(
     assert cli("run", "lazy", *argv) == 1
     out = capsys.readouterr().out
     assert out.startswith("lazy: 1,040 parameters, 12 training points; computing the constants")
+    assert str(tmp_path / "x") not in out  # the folder is named only once it exists (below)
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_run_folder_is_announced_only_once_it_exists(tmp_path, monkeypatch):
+    # The first line used to end "run folder DIR" before the constants, and DIR was made
+    # only after them (or never, when the horizon or the step count was refused).
+    from experiments.lazy import _pipeline
+
+    folder, said = tmp_path / "x", []
+
+    class Write:
+        @staticmethod
+        def write(text, *args, **kwargs):
+            said.append((text, folder.is_dir() and (folder / "config.json").is_file()))
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("stopped before the flows")
+
+    monkeypatch.setattr(_pipeline, "tqdm", Write)
+    monkeypatch.setattr(_pipeline, "_alpha_sweep", stop)
+    argv = ["--width", "8", "--out", folder, "--no-progress", "--alphas", "10", *TINY]
+    assert cli("run", "lazy", *argv) == 1
+    (line, existed) = next((text, e) for text, e in said if str(folder) in text)
+    assert line == f"lazy: t1 = 0.5; run folder {folder} (made); tasks: in-process (--workers 0)"
+    assert existed

@@ -85,6 +85,19 @@ def test_resume_keeps_finished_figures_and_computes_only_the_missing(tmp_path, c
         (["--alphas", "1", "-2"], "--alphas"),
         (["--grid", "2"], "--grid"),
         (["--eta", "nan"], "--eta"),
+        # each of these ran all three figures before failing (minutes for --t1), and --x and
+        # --target were blamed on --eta 0.35
+        (["--x", "1e300"], "--x must be at most 1000 in size, got 1e+300"),
+        (["--target", "-1e300"], "--target must be at most 1000 in size, got -1e+300"),
+        (["--w0", "1e300,1"], "--w0 must be at most 1000 in size, got 1e+300,1"),
+        (["--alphas", "1e300"], "--alphas must lie in [0.0001, 10000], got 1e+300"),
+        (["--scales", "1e-9"], "--scales must lie in [0.0001, 10000], got 1e-09"),
+        (["--t1", "1e300"], "--t1 must be at most 10000 (flow time), got 1e+300"),
+        (
+            ["--radius", "1e-9", "--w0", "100,1"],
+            "--radius 1e-09: the window w0 ± ρ/α is 1e-10 "
+            "wide at α = 10, under 1e-06·max(1, |w0|): raise --radius",
+        ),
     ],
 )
 def test_bad_argument_exits_2_with_one_line(capsys, tmp_path, argv, words):

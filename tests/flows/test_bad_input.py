@@ -36,6 +36,53 @@ def test_gradient_flow_rejects_bad_arguments(kwargs, match):
         flows.gradient_flow(loss, jnp.ones(2), **kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        # each used to fail inside the solve, without the argument's name
+        ({"observables": [jnp.sum]}, TypeError,
+         "observables must be a dict {name: fn(params) -> array}, got list"),
+        ({"observables": {"x": "norm"}}, TypeError,
+         "observables['x'] must be a function of the parameters, got str"),
+        ({"ts": ["a", "b"]}, ValueError, "ts must be an array of flow times, got ['a', 'b']"),
+    ],
+)  # fmt: skip
+def test_gradient_flow_and_descent_name_bad_observables_and_ts(kwargs, error, message):
+    with pytest.raises(error) as flow:
+        flows.gradient_flow(loss, jnp.ones(2), 1.0, **kwargs)
+    with pytest.raises(error) as descent:
+        flows.gradient_descent(loss, jnp.ones(2), 1.0, eta=0.1, **kwargs)
+    assert str(flow.value).startswith(message) and str(descent.value).startswith(message)
+
+
+@pytest.mark.parametrize("content", [b"not an archive", b"PK\x03\x04 truncated"])
+def test_a_damaged_checkpoint_is_named_not_advised_allow_pickle(content, tmp_path):
+    path = tmp_path / "ck.npz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as e:
+        flows.gradient_flow(loss, jnp.ones(2), 1.0, checkpoint=str(path))
+    assert str(e.value).startswith(f"checkpoint {str(path)!r} is not a readable checkpoint (")
+    assert "allow_pickle" not in str(e.value) and "delete it to start afresh" in str(e.value)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_solve(tmp_path):
+    # was a FileNotFoundError from the first write, after the first chunk's work
+    (tmp_path / "file").write_text("")
+    path = str(tmp_path / "file" / "ck.npz")  # a folder inside a regular file
+    with pytest.raises(ValueError, match=rf"^checkpoint {path!r}: cannot write in "):
+        flows.gradient_flow(loss, jnp.ones(2), 1.0, checkpoint=path)
+
+
+def test_gradient_descent_over_its_budget_by_301_digits_says_so_in_floats():
+    # t1/eta = 5e300 steps: was "OverflowError: Python int too large to convert to C long"
+    with pytest.raises(flows.MaxStepsReached) as e:
+        flows.gradient_descent(loss, jnp.ones(2), 1e300, eta=0.2)
+    assert str(e.value) == (
+        "gradient descent to t=1e+300 with eta=0.2 takes 5e+300 steps, over "
+        "max_steps=200000; raise max_steps"
+    )
+
+
 def test_gradient_flow_rejects_non_finite_params():
     with pytest.raises(ValueError, match="params0"):
         flows.gradient_flow(loss, jnp.array([1.0, jnp.nan]), 1.0)
@@ -71,6 +118,12 @@ def test_lazy_comparison_rejects_bad_data():
         flows.lazy.lazy_comparison(net, (X.at[0, 0].set(jnp.nan), Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="data targets"):
         flows.lazy.lazy_comparison(net, (X, Y[:3]), 1.0, 1.0)
+    # each was "TypeError: _check_data() takes from 2 to 3 positional arguments but 6 were
+    # given" (an array of 5 rows unpacked) or "... but 4 were given"
+    with pytest.raises(ValueError, match=r"^data must be a pair \(X \(n, d\), Y \(n,\)\), got "):
+        flows.lazy.lazy_comparison(net, X, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"^data must be a pair .*, got a tuple of 3$"):
+        flows.lazy.lazy_comparison(net, (X, Y, Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="do not fit the model"):
         flows.lazy.lazy_comparison(net, (X[:, :2], Y), 1.0, 1.0)
     with pytest.raises(ValueError, match="heldout"):

@@ -81,9 +81,16 @@ def test_sharpness_refuses_a_search_that_cannot_reach_tol_by_name():
         ({"tol": -1.0}, "tol"),
         ({"tol": 0.0}, "tol"),
         ({"v0": jnp.ones(3)}, "v0"),
+        ({"v0": jnp.array([1.0, jnp.nan, 0.0, 0.0])}, "v0"),  # was replaced silently
     ]:
         with pytest.raises(ValueError, match=f"^{name} must"):
             flows.sharpness(loss, w, **kwargs)
+
+
+def test_sharpness_refuses_nan_params_instead_of_returning_nan():
+    loss, w = _problem(4)
+    with pytest.raises(ValueError, match=r"^params contains non-finite values"):
+        flows.sharpness(loss, w.at[1].set(jnp.nan))  # returned [nan] before
 
 
 def test_sharpness_warns_when_max_iters_stops_lanczos_above_tol():
