@@ -27,8 +27,8 @@ DEFAULTS = {
     "depth": 2,
     "output_scale": 0.1,
     "loss": "mse",
-    "etas": "0.9,0.75,0.65",
-    "t1": 100.0,
+    "etas": "0.9,0.75",
+    "t1": 60.0,
     "k": 1,
     "flows": ",".join(FLOWS),
     "sharpness_every": 2,
@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=d["seed"], help="data split and init (0)")
     g = p.add_argument_group("gradient descent and the flows")
     add_list(g, "--etas", default=d["etas"], help=f"GD step sizes η, flow time ({d['etas']})")
-    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (100)")
+    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (60)")
     g.add_argument(
         "--k", type=int, default=d["k"], help="top Hessian eigenvalues recorded along GD (1)"
     )

@@ -6,7 +6,13 @@ import warnings
 import numpy as np
 
 import flows
-from flows.large_steps import central_flow, modified_flow, sharpness_along, update_cosine
+from flows.large_steps import (
+    EdgeLimitReached,
+    central_flow,
+    modified_flow,
+    sharpness_along,
+    update_cosine,
+)
 
 from ._cli import DEFAULTS, solve_settings_of
 from ._gd import descend
@@ -41,9 +47,10 @@ def compare(
     - `settings`: the flows' `flows.SolveSettings` (default: those of `gradflows run eos`,
       Tsit5 at rtol 1e-8, atol 1e-10: `experiments.eos._cli.DEFAULTS`).
     - `flows_compared`: which of "gradient", "modified", "central".
-    - `central_max_steps`: the central flow's step budget; where it runs out (the flow of
-      one eigenvalue stalls once a second one reaches 2/η), the central flow is kept up to
-      the last save before, and `record["central_flow"]["stopped"]` says where and why.
+    - `central_max_steps`: the central flow's step budget. It tracks one eigenvalue
+      (k = 1): where a second one reaches 2/η (`flows.large_steps.EdgeLimitReached`) or the
+      budget runs out, it is kept up to the last save before, and
+      `record["central_flow"]["stopped"]` says where and why.
 
     **Returns:** `(record, arrays)`. `arrays`: `t_gd` (K+1,), `loss_gd` (K+1,) at every step;
     `t` (T,) the sharpness/flow save times (every `every` steps); `sharpness_gd` (T, k);
@@ -101,15 +108,14 @@ def compare(
         stopped = None
         try:
             flow = _flow(name, loss, params0, t_end, t, eta, settings, central_max_steps)
-        except flows.MaxStepsReached as e:
-            # The central flow of one eigenvalue can stall where a second one reaches 2/η
-            # (issue 23: k > 1 is not built): keep it up to the last save before the stall.
-            keep = t[t < e.t]
+        except (flows.MaxStepsReached, EdgeLimitReached) as e:
+            # The central flow tracks one eigenvalue (k = 1): it stops where a second reaches
+            # 2/η (or its step budget runs out); it is kept up to the last save before.
             stopped = {"t": float(e.t), "reason": " ".join(str(e).split())}
-            if len(keep) < 2:
+            flow = getattr(e, "partial", None)
+            if flow is None or len(flow.ts) < 2:
                 record["failed"][name] = stopped["reason"]
                 continue
-            flow = _flow(name, loss, params0, float(keep[-1]), keep, eta, settings)
         except (FloatingPointError, ValueError) as e:
             record["failed"][name] = " ".join(str(e).split())
             continue

@@ -57,7 +57,8 @@ def _run_line(r) -> str:
         head += "; ‖GD − flow‖ at the end: " + ", ".join(gaps)
     stopped = r.get("central_flow", {}).get("stopped")
     if stopped:
-        head += f"; central flow stopped at t={stopped['t']:.4g} (step budget), shown to there"
+        why = "eigenvalue 2 reached 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
+        head += f"; central flow (k = 1) stopped at t={stopped['t']:.4g} ({why}), shown to there"
     for name, why in r["failed"].items():
         head += f"; {name} failed: {why}"
     return head

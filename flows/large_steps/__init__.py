@@ -11,7 +11,9 @@ from ._catapult import uv_invariant as uv_invariant
 from ._catapult import uv_loss as uv_loss
 from ._catapult import uv_ntk as uv_ntk
 from ._catapult import uv_output as uv_output
+from ._central import EdgeLimitReached as EdgeLimitReached
 from ._central import central_flow as central_flow
+from ._complementarity import ComplementarityError as ComplementarityError
 from ._cosine import update_cosine as update_cosine
 from ._modified import modified_flow as modified_flow
 from ._sharpness import sharpness as sharpness
@@ -25,6 +27,8 @@ __all__ = [
     "uv_ntk",
     "uv_output",
     "central_flow",
+    "ComplementarityError",
+    "EdgeLimitReached",
     "update_cosine",
     "modified_flow",
     "sharpness",

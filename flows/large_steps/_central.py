@@ -1,12 +1,12 @@
 """The central flow (Cohen, Damian, Talwalkar, Kolter & Lee 2025): the time-averaged path of
 gradient descent at the edge of stability, as an ODE with located events.
 
-While S = λ_max(H) < 2/η it is the gradient flow. When S reaches 2/η (a located event) the
-flow projects out the rise of S: w' = −[∇L + ½σ²∇S] with ∇S = ∇³L[u, u] (u the unit top
-eigenvector) and σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²), so that S stays at 2/η while σ² > 0; when
-the gradient flow would lower S (⟨∇S, ∇L⟩ crosses 0, another located event) it is the
-gradient flow again. σ² is the variance of GD's oscillation along u: the predicted time
-average of GD's loss is L + σ²/η.
+While every eigenvalue of H is below 2/η it is the gradient flow. With m eigenvalues at 2/η
+(tracked from the event where each reached it) the flow is w' = −[∇L + ½∇⟨H, Σ⟩], Σ = UXUᵀ
+on their eigenvectors U, X ⪰ 0 from the complementarity problem (`_complementarity`), so that
+they stay at 2/η while X holds them; an eigenvalue joins where λ_(m+1) reaches 2/η and one
+leaves where the X that would hold all m loses positive definiteness. Σ is the covariance of
+GD's oscillation: the predicted time average of GD's loss is L + tr Σ/η.
 """
 
 from collections.abc import Callable
@@ -27,66 +27,148 @@ from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solve import solve_span
 from .._solver._solvers import make_solver
 from .._stats import SolveStats
+from ._complementarity import (
+    RESIDUAL_TOL,
+    ComplementarityError,
+    pairs,
+    solve_qp,
+    svec_scale,
+)
 from ._hessian import flat_function, flat_loss, third
-from ._sharpness import top_eigenpairs
+from ._sharpness import check_k, top_eigenpairs
 
 _ROOT = optx.Bisection(rtol=1e-13, atol=1e-13)
 _MAX_EVENTS = 1000
-# Lanczos inside the field: a residual of 1e-10·S (the eigenvector to 1e-10·S/gap), at most
-# 60 products per evaluation, warm-started from the top eigenvector at the last save.
+# Lanczos inside the field: a residual of 1e-10·S (the eigenvectors to 1e-10·S/gap), at most
+# 60 products per evaluation, warm-started from the top eigenvectors at the last save.
 _TOL, _ITERS = 1e-10, 60
+_FAILED = []  # the last failed complementarity solve, (t, residual), read by central_flow
+
+
+def _host_qp(P, q, g_norm, m, t):
+    """The complementarity problem on the leading m×m block (host side, by Clarabel)."""
+    n, m = len(q), int(m)
+    x = np.zeros(n)
+    if m == 0:
+        return x
+    b = m * (m + 1) // 2
+    x[:b], res = solve_qp(np.asarray(P)[:b, :b], np.asarray(q)[:b], float(g_norm))
+    if not res <= RESIDUAL_TOL:
+        _FAILED[:] = [(float(t), res)]
+        raise ComplementarityError(
+            f"the complementarity problem failed at t={float(t):.6g}: residual {res:.3g} > "
+            f"{RESIDUAL_TOL:g}",
+            float(t),
+            res,
+        )
+    return x
 
 
 class _CentralField(eqx.Module):
-    """w' on the flat parameters; `args = (active, u0)`: 1.0 on the edge, 0.0 below it, and
-    the warm start of Lanczos (the top eigenvector at the last save or event)."""
+    """w' on the flat parameters; `args = (m, U0)`: m the eigenvalues tracked at the edge
+    (0: the gradient flow), U0 (k+1, p) the warm start of Lanczos (the top eigenvectors at
+    the last save or event)."""
 
     loss: Callable = eqx.field(static=True)
     static: Any
     spec: Any = eqx.field(static=True)
     eta: jax.Array
+    k: int = eqx.field(static=True)
     symmetric_jacobian = False
 
     def f(self):
         return flat_function(self.loss, self.spec, self.static)
 
-    def edge(self, w, u0):
-        """(S, ∇L, ∇S, σ² unclipped, u)."""
+    def eig(self, w, U0):
+        """The top k+1 eigenpairs of H(w): (values (k+1,), vectors (k+1, p))."""
+        lam, U, _, _ = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS)
+        return lam, U
+
+    def block(self, w, U, m):
+        """(g, J, P, q) of the complementarity problem on the top m eigenvectors (svec
+        order, rows of the pairs outside the m×m block zero): J (n, p) the svec-scaled
+        ∇³L[u_i, u_j], P = ½JJᵀ, q = Jg."""
         f = self.f()
         g = jax.grad(f)(w)
-        lam, u, _, _ = top_eigenpairs(f, w, 1, u0, tol=_TOL, max_iters=_ITERS)
-        gS = third(f, w, u[0], u[0])
-        sigma2 = -2 * (gS @ g) / jnp.maximum(gS @ gS, 1e-300)
-        return lam[0], g, gS, sigma2, u[0]
+        pp = pairs(self.k)
+        inside = jnp.asarray([max(i, j) for i, j in pp]) < m
+        scale = jnp.asarray(svec_scale(self.k))
+        J = jnp.stack([third(f, w, U[i], U[j]) for i, j in pp]) * scale[:, None]
+        J = jnp.where(inside[:, None], J, 0.0)
+        return g, J, 0.5 * J @ J.T, J @ g
+
+    def solve(self, t, w, m, U0):
+        """(g, J, P, q, x, λ (k+1,), U): x = svec(X) of the complementarity problem."""
+        lam, U = self.eig(w, U0)
+        g, J, P, q = self.block(w, U, m)
+        shape = jax.ShapeDtypeStruct(q.shape, q.dtype)
+        x = jax.pure_callback(
+            _host_qp, shape, P, q, jnp.linalg.norm(g), m, t, vmap_method="sequential"
+        )
+        return g, J, P, q, x, lam, U
 
     def __call__(self, t, w, args):
-        active, u0 = args
+        m, U0 = args
 
         def on_edge(w):
-            _, g, gS, sigma2, _ = self.edge(w, u0)
-            return -(g + 0.5 * jnp.maximum(sigma2, 0.0) * gS)
+            g, J, _, _, x, _, _ = self.solve(t, w, m, U0)
+            return -(g + 0.5 * J.T @ x)
 
-        return jax.lax.cond(active > 0.5, on_edge, lambda w: -jax.grad(self.f())(w), w)
+        return jax.lax.cond(m > 0, on_edge, lambda w: -jax.grad(self.f())(w), w)
 
     def event(self, t, y, args, **kwargs):
-        """Crosses 0 upwards where the phase ends: S reaches 2/η (below the edge), or
-        ⟨∇S, ∇L⟩/(‖∇S‖‖∇L‖) reaches 0 (σ² reaches 0: the flow leaves the edge)."""
-        lam, g, gS, _, _ = self.edge(y, args[1])
-        leave = (gS @ g) / jnp.maximum(jnp.linalg.norm(gS) * jnp.linalg.norm(g), 1e-300)
-        return jnp.where(args[0] > 0.5, leave, lam * self.eta / 2 - 1.0)
+        """Crosses 0 upwards where the phase ends: the larger of `join` and `leave`."""
+        m, U0 = args
+        lam, _ = self.eig(y, U0)
+        return jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0))
+
+    def join(self, lam, m):
+        """λ_(m+1)η/2 − 1: reaches 0 where an eigenvalue joins the tracked set."""
+        return jnp.take(lam, jnp.minimum(m, self.k)) * self.eta / 2 - 1.0
+
+    def leave(self, t, y, m, U0):
+        """With m ≥ 1 tracked, λ_max(Z) − ‖P‖λ_min(X) on the m-block (Z = A + B[X], minus
+        the rate of the block), scaled by 1/(‖g‖√(2‖P‖)): negative while X ≻ 0 holds all m
+        at 2/η (Z = 0), positive once one is let go (X singular, Z ≠ 0); for m = 1 the
+        cosine of ∇S and ∇L. −inf when m = 0."""
+
+        def value(y):
+            g, _, P, q, x, _, _ = self.solve(t, y, m, U0)
+            inside = jnp.arange(self.k) < m
+            mask = inside[:, None] & inside[None, :]
+            X, Z = _smat(x, self.k), _smat(P @ x + q, self.k)
+            big = 1.0 + jnp.sum(jnp.abs(X)) + jnp.sum(jnp.abs(Z))
+            # outside the m-block a diagonal above (for X) or below (for Z) the block's
+            X = jnp.where(mask, X, jnp.diag(jnp.where(inside, 0, big)))
+            Z = jnp.where(mask, Z, jnp.diag(jnp.where(inside, 0, -big)))
+            norm_p = jnp.maximum(jnp.linalg.norm(P, 2), 1e-300)
+            scale = 1 / jnp.maximum(jnp.linalg.norm(g) * jnp.sqrt(2 * norm_p), 1e-300)
+            return (jnp.linalg.eigvalsh(Z)[-1] - norm_p * jnp.linalg.eigvalsh(X)[0]) * scale
+
+        return jax.lax.cond(m > 0, value, lambda y: jnp.asarray(-jnp.inf, y.dtype), y)
 
     def record(self, t, w, args):
-        lam, g, gS, sigma2, u = self.edge(w, args[1])
-        sigma2 = jnp.where(args[0] > 0.5, jnp.maximum(sigma2, 0.0), 0.0)
+        g, J, _, _, x, lam, U = self.solve(t, w, args[0], args[1])
+        trace = jnp.trace(_smat(x, self.k))
         loss = self.f()(w)
         return {
             "loss": loss,
-            "sharpness": lam,
-            "sigma2": sigma2,
-            "predicted_loss": loss + sigma2 / self.eta,
+            "sharpness": lam[0],
+            "eigenvalues": lam,
+            "tracked": jnp.asarray(args[0], w.dtype),
+            "trace_sigma": trace,
+            "predicted_loss": loss + trace / self.eta,
             "params": w,
-            "u": u,
+            "U": U,
         }
+
+
+def _smat(x, k):
+    """The symmetric k×k matrix of the svec vector x (k(k+1)/2,), in JAX."""
+    X = jnp.zeros((k, k), x.dtype)
+    for (i, j), v, s in zip(pairs(k), x, svec_scale(k)):
+        X = X.at[i, j].set(v / s).at[j, i].set(v / s)
+    return X
 
 
 def central_flow(
@@ -95,6 +177,7 @@ def central_flow(
     t1: float,
     *,
     eta: float,
+    k: int = 1,
     settings: SolveSettings | None = None,
     ts=None,
     save_params: bool = True,
@@ -103,12 +186,15 @@ def central_flow(
 ) -> Trajectory:
     """The central flow of gradient descent with step η, from `params0` to flow time `t1`.
 
-    Below the edge (S = λ_max(∇²L) < 2/η) it is the gradient flow w' = −∇L. S reaching 2/η
-    is an event located by bisection on the solver's dense output; from there
-    w' = −[∇L + ½σ²∇S], ∇S = ∇³L[u, u] (a jvp of a Hessian-vector product, u the unit top
-    eigenvector by Lanczos at every evaluation), σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²), which keeps
-    dS/dt = 0; ⟨∇S, ∇L⟩ reaching 0 is the event where it leaves the edge. On the edge
-    dL/dt = −‖∇L‖² + ⟨∇S, ∇L⟩²/‖∇S‖² ≤ 0: L never increases.
+    Below the edge (every eigenvalue of H = ∇²L below 2/η) it is the gradient flow
+    w' = −∇L. With m ≥ 1 eigenvalues tracked at 2/η (eigenvectors U, by Lanczos at every
+    evaluation) it is w' = −[∇L + ½∇⟨H, Σ⟩], Σ = UXUᵀ, X ⪰ 0 solving the semidefinite
+    complementarity problem (a convex QP, by Clarabel; `_complementarity`), which keeps
+    the tracked block of H at or below 2/η; for m = 1, X = σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²).
+    Events, located by bisection on the solver's dense output: λ_(m+1) reaching 2/η (it
+    joins: m + 1), and the least eigenvalue of the X that would hold all m at 2/η reaching
+    0 (one leaves: m − 1). w' is the shortest velocity −∇L + (cone of ½∇⟨H, Σ⟩), so
+    dL/dt = −‖w'‖² ≤ 0: L never increases.
 
     Adaptive (the settings' solver, default Tsit5; "auto" means Tsit5 here) in float64 with
     located events, where the authors' code steps by explicit Euler (4 substeps per GD step)
@@ -119,20 +205,27 @@ def central_flow(
       as `gradient_flow` (the solver must be explicit: "tsit5", "dopri5", "dopri8", or
       "auto" for Tsit5).
     - `eta`: the step η > 0 of gradient descent (flow-time units): the edge is S = 2/η.
+    - `k`: the most eigenvalues tracked at the edge, 1 ≤ k < p (each evaluation computes
+      the top k + 1 eigenpairs and k(k+1)/2 third-derivative products).
 
-    **Returns:** a `Trajectory`, with `observables["sharpness"]` (T,), `["sigma2"]` (T,)
-    (σ², 0 below the edge) and `["predicted_loss"]` (T,) = L + σ²/η, the predicted time
-    average of GD's loss; `stats` adds `events` (a list of `(t, "edge" | "gradient flow")`,
-    the phase entered at t).
+    **Returns:** a `Trajectory`, with `observables["sharpness"]` (T,), `["eigenvalues"]`
+    (T, k+1) the top k + 1 eigenvalues, `["tracked"]` (T,) m, `["trace_sigma"]` (T,) tr Σ
+    (σ² for m = 1; 0 below the edge) and `["predicted_loss"]` (T,) = L + tr Σ/η, the
+    predicted time average of GD's loss; `stats` adds `events`, a list of `(t, m)`: m
+    eigenvalues tracked from t on.
 
-    **Raises:** `ValueError` naming `eta` (not finite and > 0), `params0`, or a setting;
-    `TypeError` naming `loss` (not a float scalar); `MaxStepsReached` with the time
-    reached; `FloatingPointError` where the state or the solve fails, or events chatter
-    (over 1000).
+    **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0`, or a
+    setting; `TypeError` naming `loss` (not a float scalar); `MaxStepsReached` with the time
+    reached; `EdgeLimitReached` where eigenvalue k + 1 reaches 2/η; `ComplementarityError`
+    (a `FloatingPointError`) naming the time and the residual where the QP is not solved to
+    1e-6; `FloatingPointError` where the state or the solve fails, or events chatter (over
+    1000). `MaxStepsReached` and `EdgeLimitReached` carry `partial`, the trajectory up to
+    the last save before (None when there is none).
 
     **Reference:** Cohen, Damian, Talwalkar, Kolter & Lee 2025, "Understanding optimization
-    in deep learning with central flows", ICLR, §3 (one unstable eigenvalue; eq. for σ²) and
-    §4 (the predicted time-averaged loss).
+    in deep learning with central flows", ICLR, §3 (one unstable eigenvalue; eq. for σ²),
+    its multiple-eigenvalue form (Σ from a semidefinite complementarity problem) and §4 (the
+    predicted time-averaged loss).
     """
     eta = check_positive("eta", eta)
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
@@ -144,30 +237,41 @@ def central_flow(
         )
     f, w, spec, static = flat_loss(loss, params0)
     check_finite("params0", w)
-    field = _CentralField(loss, static, spec, jnp.asarray(eta))
+    k = check_k(k, w.shape[0])
+    if k >= w.shape[0]:
+        raise ValueError(f"k must be < p = {w.shape[0]} (the top k + 1 eigenpairs), got {k}")
+    field = _CentralField(loss, static, spec, jnp.asarray(eta), k)
     solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
-    lam0, u = _edge_value(field, w)
-    active = float(lam0 >= 2.0 / eta)
+    lam0, U = _eig(field, w, jnp.zeros((k + 1, w.shape[0]), w.dtype))
+    m = int(np.sum(np.asarray(lam0) >= 2.0 / eta))
     t, done, state, events, saved = 0.0, 0, None, [], []
     stats = SolveStats(solvers=[solver_name])
+
+    def partial():
+        return _trajectory(saved, ts, spec, static, save_params, stats, events, settings,
+                           solver_name, t1, eta, k)  # fmt: skip
+
+    if m > k:
+        raise _limit(0.0, k, eta, partial)
     bar = tqdm(total=t1, desc="central flow", disable=not progress, leave=False)
+    _FAILED.clear()
     try:
         while done < len(ts):
-            # One span per save time, so that Lanczos is warm-started from the eigenvector
+            # One span per save time, so that Lanczos is warm-started from the eigenvectors
             # of the last save; an event ends a span early.
             t_next = float(ts[done])
             if t_next <= t:  # a save at the time reached (t = 0, or a save at an event)
-                block = jax.tree.map(lambda a: np.asarray(a)[None], _record(field, t, w, active, u))
+                block = jax.tree.map(lambda a: np.asarray(a)[None], _record(field, t, w, m, U))
                 saved.append(block)
-                u, done = jnp.asarray(block["u"][0]), done + 1
+                U, done = jnp.asarray(block["U"][0]), done + 1
                 continue
             span = solve_span(
                 field, field.record, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
                 jnp.asarray(ts[done : done + 1]), state, solver, *tol,
                 jnp.asarray(DTMIN_RELATIVE * max(1.0, t1)), settings.max_steps,
-                args=(jnp.asarray(active), u), event=event,
+                args=(jnp.asarray(m), U), event=event,
             )  # fmt: skip
             stats.num_steps += int(span.stats["num_steps"])
             stats.num_accepted_steps += int(span.stats["num_accepted_steps"])
@@ -177,22 +281,28 @@ def central_flow(
                 if not all(np.all(np.isfinite(x)) for x in jax.tree.leaves(block)):
                     raise FloatingPointError(f"the central flow became non-finite before t={t1}")
                 saved.append(block)
-                u = jnp.asarray(block["u"][0])
+                U = jnp.asarray(block["U"][0])
                 done += 1
             t_end = float(span.t_end[0])
             bar.update(max(0.0, t_end - t))
             t, w = t_end, span.y_end[0]
             if stats.num_steps > settings.max_steps or bool(span.max_steps_hit):
-                raise MaxStepsReached(
+                e = MaxStepsReached(
                     f"max_steps={settings.max_steps} reached at t={t:.6g} before t={t1:.6g} "
                     f"(central flow, {len(events)} events); raise max_steps",
                     t,
                 )
+                e.partial = partial()
+                raise e
             if not bool(span.ok):
                 raise FloatingPointError(f"the central flow's solver failed at t={t:.6g}")
             if bool(span.event):
-                active = 1.0 - active
-                events.append((t, "edge" if active else "gradient flow"))
+                join, leave, _, U = (np.asarray(a) for a in _phase(field, w, m, U))
+                U = jnp.asarray(U)
+                if join >= leave and m == k:
+                    raise _limit(t, k, eta, partial)
+                m = m + 1 if join >= leave else m - 1
+                events.append((t, m))
                 state = None  # the field changes at the event: restart the solver there
                 if len(events) > _MAX_EVENTS:
                     raise FloatingPointError(
@@ -200,26 +310,70 @@ def central_flow(
                     )
             else:
                 state = span.state
+    except Exception:  # the callback's error, as JAX re-raises it (its type varies)
+        if not _FAILED:
+            raise
+        ((t_bad, res),) = _FAILED
+        raise ComplementarityError(
+            f"the central flow's complementarity problem failed at t={t_bad:.6g}: residual "
+            f"{res:.3g} > {RESIDUAL_TOL:g}",
+            t_bad,
+            res,
+        ) from None
     finally:
         bar.close()
+    return partial()
+
+
+class EdgeLimitReached(RuntimeError):
+    """More eigenvalues reached 2/η than the central flow tracks (`k`). Attributes: `t` the
+    flow time, `partial` the `Trajectory` up to the last save before it."""
+
+    def __init__(self, message: str, t: float, partial: Trajectory | None):
+        super().__init__(message)
+        self.t, self.partial = t, partial
+
+
+def _limit(t, k, eta, partial):
+    return EdgeLimitReached(
+        f"eigenvalue {k + 1} of the Hessian reached 2/eta={2 / eta:.6g} at t={t:.6g}; the "
+        f"central flow tracks k={k}: raise k",
+        t,
+        partial(),
+    )
+
+
+def _trajectory(saved, ts, spec, static, save_params, stats, events, settings, solver_name,
+                t1, eta, k) -> Trajectory | None:  # fmt: skip
+    """The trajectory of the saves made so far (None when there are none)."""
+    if not saved:
+        return None
     out = jax.tree.map(lambda *a: np.concatenate(a), *saved)
     params = None
     if save_params:
         params = eqx.combine(spec.unravel_rows(out["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
-    del out["u"]
-    observables = {k: out[k] for k in ("sharpness", "sigma2", "predicted_loss")}
-    stats_dict = {**stats.to_dict(), "events": events}
-    config = {**settings.to_dict(), "solver": solver_name, "t1": t1, "eta": eta}
-    return Trajectory(ts, params, out["loss"], observables, stats_dict, config)
+    keys = ("sharpness", "eigenvalues", "tracked", "trace_sigma", "predicted_loss")
+    observables = {key: out[key] for key in keys}
+    stats_dict = {**stats.to_dict(), "events": list(events)}
+    config = {**settings.to_dict(), "solver": solver_name, "t1": t1, "eta": eta, "k": k}
+    return Trajectory(np.asarray(ts)[: len(out["loss"])], params, out["loss"], observables,
+                      stats_dict, config)  # fmt: skip
 
 
 @eqx.filter_jit
-def _record(field, t, w, active, u):
-    return field.record(t, w, (jnp.asarray(active), u))
+def _record(field, t, w, m, U):
+    return field.record(jnp.asarray(t, w.dtype), w, (jnp.asarray(m), U))
 
 
 @eqx.filter_jit
-def _edge_value(field, w):
-    lam, _, _, _, u = field.edge(w, jnp.zeros_like(w))
-    return lam, u
+def _eig(field, w, U0):
+    return field.eig(w, U0)
+
+
+@eqx.filter_jit
+def _phase(field, w, m, U0):
+    """At an event: (the join value, the leave value, λ, U) of `_CentralField.event`."""
+    m = jnp.asarray(m)
+    lam, U = field.eig(w, U0)
+    return field.join(lam, m), field.leave(jnp.asarray(0.0, w.dtype), w, m, U0), lam, U
