@@ -165,7 +165,7 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
         (["--target", "y"], "--target"),  # a file's column, meaningless for the digits
         (["--data", "teacher", "--task", "classification"], "--task"),
         # λ_max(Σ) ≈ 509 on the default digits: Tsit5 needs ≥ 1.45e4 steps to t = 100
-        (["--t1", "100", "--max-steps", "1000"], "--max-steps 1000"),
+        (["--t1", "100", "--max-steps", "1000", "--solver", "tsit5"], "--max-steps 1000"),
         # λ_min(Σ) = 1.8: e^(−λ_min·t1) is 0 in float64 past t1 = 745/1.8 = 414
         (["--t1", "1e6"], "--t1 1000000: λ·t1 = 1.8e+06 with λ = 1.8 "),
     ],
