@@ -76,17 +76,16 @@ def test_remainder_form_agrees_with_direct_form(alpha):
 
 def test_exprb32_solves_the_lazy_pair_whose_jacobian_is_not_symmetric():
     # The pair's Jacobian in (ū, d) is block lower-triangular, so exprb32 must build Arnoldi
-    # spaces (`symmetric_jacobian = False`). Measured at rtol 1e-6 against Tsit5 at 1e-12
-    # (width-8 doubled net, α = 1000, t = 0.3): relative error 5.9e-8 in the weight gap and
-    # 9.3e-8 in the output gap with Arnoldi; 1.7e-3 and 2.4e-3 with Lanczos. Bound: 1e-6.
-    X = jax.random.normal(jax.random.PRNGKey(0), (10, 3))
-    Y = jax.random.normal(jax.random.PRNGKey(1), (10,))
-    net = models.symmetrize(models.TwoLayerNet(3, 8, key=jax.random.PRNGKey(3)), "doubled")
+    # spaces (`symmetric_jacobian = False`). The sweep's doubled problem (its Tsit5 program
+    # is reused for the reference), α = 1000, t = 0.3, measured at rtol 1e-6 against Tsit5 at
+    # 1e-12: relative error 4.5e-8 (weight gap), 1.4e-7 (output gap) and 1.0e-7 (held-out
+    # output gap) with Arnoldi; 2.7e-3, 5.4e-2 and 1.5e-2 with Lanczos. Bound: 2e-6.
+    net, data, X_test = _setup("doubled")
     ts = np.geomspace(1e-2, 0.3, 10)
-    kw = dict(ts=ts, atol=1e-14)
-    ref = flows.lazy.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
-    res = flows.lazy.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="exprb32", rtol=1e-6, **kw)
+    kw = dict(ts=ts, heldout=X_test, atol=1e-14)
+    ref = flows.lazy.lazy_comparison(net, data, 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
+    res = flows.lazy.lazy_comparison(net, data, 1e3, 0.3, solver="exprb32", rtol=1e-6, **kw)
     assert res.stats["solvers"] == ["exprb32"]
-    for key in ("weight_gap", "output_gap"):
+    for key in ("weight_gap", "output_gap", "heldout_output_gap"):
         a, b = getattr(res, key), getattr(ref, key)
-        assert np.max(np.abs(a - b) / np.abs(b)) <= 1e-6, key
+        assert np.max(np.abs(a - b) / np.abs(b)) <= 2e-6, key
