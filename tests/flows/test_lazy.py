@@ -1,11 +1,10 @@
 """lazy_comparison: the gaps of Chizat, Oyallon & Bach 2019 scale with α at the stated rates."""
 
-import jax
 import numpy as np
 import pytest
 
 import flows
-import models
+from tests.problems import lazy_tanh_pair
 
 # All in the remainder form (α ≥ 30), so the sweep compiles one program per net; the direct
 # form is checked against it below. Measured slopes over these five α: weight gap −2.0000
@@ -15,17 +14,8 @@ import models
 ALPHAS = np.array([1e2, 1e3, 1e4, 1e5, 1e6])
 
 
-def _setup(how):
-    k = jax.random.split(jax.random.PRNGKey(0), 4)
-    net = models.symmetrize(models.TwoLayerNet(3, 12, activation="tanh", key=k[0]), how)
-    X = jax.random.normal(k[1], (8, 3))
-    Y = jax.random.normal(k[2], (8,))
-    X_test = jax.random.normal(k[3], (5, 3))
-    return net, (X, Y), X_test
-
-
 def _sweep(how):
-    net, data, X_test = _setup(how)
+    net, data, X_test = lazy_tanh_pair(how)
     ts = flows.log_times(30.0, 25)
     runs = [
         flows.lazy.lazy_comparison(net, data, a, 30.0, ts=ts, heldout=X_test, solver="tsit5")
@@ -69,7 +59,7 @@ def test_distance_from_init_falls_as_alpha_to_minus_one(centred_slopes):
 
 @pytest.mark.parametrize("alpha", [30.0, 300.0])
 def test_remainder_form_agrees_with_direct_form(alpha):
-    net, data, X_test = _setup("centred")
+    net, data, X_test = lazy_tanh_pair("centred")
     ts = flows.log_times(10.0, 10)
     kw = dict(ts=ts, heldout=X_test, solver="tsit5", rtol=1e-12, atol=1e-14)
     direct = flows.lazy.lazy_comparison(net, data, alpha, 10.0, remainder=False, **kw)
@@ -85,7 +75,7 @@ def test_exprb32_solves_the_lazy_pair_whose_jacobian_is_not_symmetric():
     # is reused for the reference), α = 1000, t = 0.3, measured at rtol 1e-6 against Tsit5 at
     # 1e-12: relative error 4.5e-8 (weight gap), 1.4e-7 (output gap) and 1.0e-7 (held-out
     # output gap) with Arnoldi; 2.7e-3, 5.4e-2 and 1.5e-2 with Lanczos. Bound: 2e-6.
-    net, data, X_test = _setup("doubled")
+    net, data, X_test = lazy_tanh_pair("doubled")
     ts = np.geomspace(1e-2, 0.3, 10)
     kw = dict(ts=ts, heldout=X_test, atol=1e-14)
     ref = flows.lazy.lazy_comparison(net, data, 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
