@@ -1,5 +1,7 @@
-"""A small separable logistic problem for a deep linear network: the bench on which the
-flows' invariants, solvers and the "auto" rule are checked and timed."""
+"""Shared test problems: a small separable logistic problem for a deep linear network (the
+bench on which the flows' invariants, solvers and the "auto" rule are checked and timed), and
+a small lazy-training pair shared by the lazy_comparison tests so that they reuse one
+compilation per form."""
 
 import numbers
 from collections.abc import Callable
@@ -9,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+import models
 from flows._checks import check_positive
 from flows._losses import LogisticLoss
 from models import DeepLinearNet
@@ -84,3 +87,24 @@ def separable_deep_linear(
 
     net0 = DeepLinearNet.gaussian(DIMS, scale=scale, key=jax.random.PRNGKey(init_seed))
     return SeparableDeepLinear(loss, net0, X, y)
+
+
+def lazy_tanh_pair(how: str):
+    """The lazy-training problem of tests/flows/test_lazy.py and test_lazy_exprk.py.
+
+    A tanh `TwoLayerNet` 3 → 12 → 1 made zero at init by `models.symmetrize(net, how)`
+    (`how`: "doubled" or "centred"), 8 Gaussian training points with Gaussian targets and 5
+    held-out inputs, all drawn from `jax.random.PRNGKey(0)`: the same shapes and static
+    parts for every call, so solves of it share their compiled programs.
+
+    **Returns:** `(net, (X, Y), X_test)`, with `X` of shape `(8, 3)`, `Y` `(8,)`,
+    `X_test` `(5, 3)`, float64.
+
+    **Reference:** Chizat, Oyallon & Bach 2019, §2 (the lazy pair).
+    """
+    k = jax.random.split(jax.random.PRNGKey(0), 4)
+    net = models.symmetrize(models.TwoLayerNet(3, 12, activation="tanh", key=k[0]), how)
+    X = jax.random.normal(k[1], (8, 3))
+    Y = jax.random.normal(k[2], (8,))
+    X_test = jax.random.normal(k[3], (5, 3))
+    return net, (X, Y), X_test

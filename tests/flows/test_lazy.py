@@ -1,26 +1,21 @@
 """lazy_comparison: the gaps of Chizat, Oyallon & Bach 2019 scale with α at the stated rates."""
 
-import jax
 import numpy as np
 import pytest
 
 import flows
-import models
+from tests.problems import lazy_tanh_pair
 
-ALPHAS = np.array([1e1, 1e2, 1e3, 1e4, 1e5, 1e6])
-
-
-def _setup(how):
-    k = jax.random.split(jax.random.PRNGKey(0), 4)
-    net = models.symmetrize(models.TwoLayerNet(3, 12, activation="tanh", key=k[0]), how)
-    X = jax.random.normal(k[1], (8, 3))
-    Y = jax.random.normal(k[2], (8,))
-    X_test = jax.random.normal(k[3], (5, 3))
-    return net, (X, Y), X_test
+# All in the remainder form (α ≥ 30), so the sweep compiles one program per net; the direct
+# form is checked against it below. Measured slopes over these five α: weight gap −2.0000
+# (doubled), −2.0007 (centred); output gap −1.9999 (doubled), −1.0018 (centred); held-out
+# output gap −1.9999, −0.9999; distance from init −1.0007 (centred). With α = 10 (direct
+# form, a second program) in the fit, the centred output gap's slope was −1.011.
+ALPHAS = np.array([1e2, 1e3, 1e4, 1e5, 1e6])
 
 
 def _sweep(how):
-    net, data, X_test = _setup(how)
+    net, data, X_test = lazy_tanh_pair(how)
     ts = flows.log_times(30.0, 25)
     runs = [
         flows.lazy.lazy_comparison(net, data, a, 30.0, ts=ts, heldout=X_test, solver="tsit5")
@@ -64,7 +59,7 @@ def test_distance_from_init_falls_as_alpha_to_minus_one(centred_slopes):
 
 @pytest.mark.parametrize("alpha", [30.0, 300.0])
 def test_remainder_form_agrees_with_direct_form(alpha):
-    net, data, X_test = _setup("centred")
+    net, data, X_test = lazy_tanh_pair("centred")
     ts = flows.log_times(10.0, 10)
     kw = dict(ts=ts, heldout=X_test, solver="tsit5", rtol=1e-12, atol=1e-14)
     direct = flows.lazy.lazy_comparison(net, data, alpha, 10.0, remainder=False, **kw)
@@ -76,17 +71,16 @@ def test_remainder_form_agrees_with_direct_form(alpha):
 
 def test_exprb32_solves_the_lazy_pair_whose_jacobian_is_not_symmetric():
     # The pair's Jacobian in (ū, d) is block lower-triangular, so exprb32 must build Arnoldi
-    # spaces (`symmetric_jacobian = False`). Measured at rtol 1e-6 against Tsit5 at 1e-12
-    # (width-8 doubled net, α = 1000, t = 0.3): relative error 5.9e-8 in the weight gap and
-    # 9.3e-8 in the output gap with Arnoldi; 1.7e-3 and 2.4e-3 with Lanczos. Bound: 1e-6.
-    X = jax.random.normal(jax.random.PRNGKey(0), (10, 3))
-    Y = jax.random.normal(jax.random.PRNGKey(1), (10,))
-    net = models.symmetrize(models.TwoLayerNet(3, 8, key=jax.random.PRNGKey(3)), "doubled")
+    # spaces (`symmetric_jacobian = False`). The sweep's doubled problem (its Tsit5 program
+    # is reused for the reference), α = 1000, t = 0.3, measured at rtol 1e-6 against Tsit5 at
+    # 1e-12: relative error 4.5e-8 (weight gap), 1.4e-7 (output gap) and 1.0e-7 (held-out
+    # output gap) with Arnoldi; 2.7e-3, 5.4e-2 and 1.5e-2 with Lanczos. Bound: 2e-6.
+    net, data, X_test = lazy_tanh_pair("doubled")
     ts = np.geomspace(1e-2, 0.3, 10)
-    kw = dict(ts=ts, atol=1e-14)
-    ref = flows.lazy.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
-    res = flows.lazy.lazy_comparison(net, (X, Y), 1e3, 0.3, solver="exprb32", rtol=1e-6, **kw)
+    kw = dict(ts=ts, heldout=X_test, atol=1e-14)
+    ref = flows.lazy.lazy_comparison(net, data, 1e3, 0.3, solver="tsit5", rtol=1e-12, **kw)
+    res = flows.lazy.lazy_comparison(net, data, 1e3, 0.3, solver="exprb32", rtol=1e-6, **kw)
     assert res.stats["solvers"] == ["exprb32"]
-    for key in ("weight_gap", "output_gap"):
+    for key in ("weight_gap", "output_gap", "heldout_output_gap"):
         a, b = getattr(res, key), getattr(ref, key)
-        assert np.max(np.abs(a - b) / np.abs(b)) <= 1e-6, key
+        assert np.max(np.abs(a - b) / np.abs(b)) <= 2e-6, key

@@ -3,9 +3,10 @@
 Each compiled XLA program holds memory mappings of its own (its JIT-compiled code) until it is
 released. A process that runs out of mappings does not get an error from JAX: LLVM's mmap
 fails ("LLVM compilation error: Cannot allocate memory") and the compiler then dies with a
-segmentation fault. That is the crash one single-process run of the whole suite hit near its
-end; tests/conftest.py keeps the test processes below half of the limit. No upstream JAX/XLA
-issue was found; the same log line is reported downstream in pasteurlabs/mosaic#15.
+segmentation fault, or aborts ("LLVM ERROR: Unable to allocate section memory!"). That is the
+crash one single-process run of the whole suite hit near its end; tests/conftest.py keeps the
+test processes below half of the limit. No upstream JAX/XLA issue was found; the same log
+line is reported downstream in pasteurlabs/mosaic#15.
 """
 
 import os
@@ -51,9 +52,12 @@ def _fill_and_compile(headroom):
 @pytest.mark.skipif(memory_maps() == 0, reason="needs /proc/self/maps (Linux)")
 def test_compiling_at_the_map_limit_kills_the_process_and_with_headroom_it_compiles():
     # Measured: 10 mappings short of the limit the compile fails in LLVM and the process
-    # dies of SIGSEGV; 300 short, the same program compiles and runs (15 new mappings).
+    # dies, of SIGSEGV or of SIGABRT ("LLVM ERROR: Unable to allocate section memory!", seen
+    # 2026-12-02), depending on where the allocation fails; 300 short, the same program
+    # compiles and runs (15 new mappings).
     dead = _fill_and_compile(10)
-    assert dead.returncode == -signal.SIGSEGV, (dead.returncode, dead.stderr[-2000:])
+    died = (-signal.SIGSEGV, -signal.SIGABRT)
+    assert dead.returncode in died, (dead.returncode, dead.stderr[-2000:])
     assert "LLVM compilation error: Cannot allocate memory" in dead.stderr
     alive = _fill_and_compile(300)
     assert alive.returncode == 0, alive.stderr[-2000:]
