@@ -19,7 +19,8 @@ def test_calls_cut_for_checkpoints_take_the_same_steps(solver, monkeypatch):
     whole = _solve(solver=solver, **KW)
     monkeypatch.setattr(flows._checkpoint, "CHECKPOINT_S", 0.0)  # every call cut at 8 steps
     cut = _solve(solver=solver, **KW)
-    assert cut.stats["num_steps"] == whole.stats["num_steps"] > 40 * 8  # measured 353, 354
+    # measured 236 (tsit5), 237 (auto) steps: cut every 8 steps, more than 20 calls are cut
+    assert cut.stats["num_steps"] == whole.stats["num_steps"] > 20 * 8
     assert _relative(cut, whole) == 0.0  # the same bits
 
 
