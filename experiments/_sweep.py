@@ -138,6 +138,7 @@ class Sweep:
 
         if self._client is None:
             import dask
+            import jax
 
             self._stack.enter_context(
                 dask.config.set(
@@ -149,10 +150,13 @@ class Sweep:
             )
             # One compilation cache for the local workers: what one worker compiled, the
             # others load (the same executable, so the same bits) instead of compiling again.
-            # A cache the caller names in JAX_COMPILATION_CACHE_DIR (the test session's) is
-            # shared with them; otherwise a temporary one per cluster.
-            cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or self._stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="gradflows-")
+            # It is this process's (the per-user folder of `flows._cache`, or the one named in
+            # JAX_COMPILATION_CACHE_DIR), so the next run's workers start warm; with the cache
+            # turned off (GRADFLOWS_COMPILATION_CACHE=0), a temporary one per cluster.
+            cache = (
+                os.environ.get("JAX_COMPILATION_CACHE_DIR")
+                or jax.config.jax_compilation_cache_dir
+                or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="gradflows-"))
             )
             self._cluster = LocalCluster(
                 env={"JAX_COMPILATION_CACHE_DIR": cache},

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._solver._solve import saved_shape
+
 #: Wall seconds between checkpoints (and `report` calls) within a chunk, once stepping.
 CHECKPOINT_S = 5.0
 #: Steps of a solve's first diffrax call (its wall time is mostly compilation, after which
@@ -123,7 +125,7 @@ def fingerprint(field, y0, ts, save, settings) -> "Fingerprint":
     spec = getattr(field, "spec", None)
     params = jax.tree.unflatten(spec.treedef, [jax.ShapeDtypeStruct(s, d) for s, d in zip(
         spec.shapes, spec.dtypes)]) if spec is not None else None  # fmt: skip
-    shapes = (y0, jax.eval_shape(save, 0.0, y0, None), params)
+    shapes = (y0, saved_shape(save, y0), params)
     structure = [leaf_paths(tree) for tree in shapes]
     gradient, loss = _at_start(field, save, y0)
     return Fingerprint(

@@ -91,7 +91,14 @@ def outputs(model, X):
     return spec.ravel(trainable), flat_model(static, spec, X), (static, spec, X)
 
 
+@eqx.filter_jit
+def jacobian_rows(static, spec, w, X):
+    """Dh(w) on the inputs X, shape (n·k, p), by reverse mode: one compiled program per
+    model structure and input shape (eagerly, each of its operations compiles apart)."""
+    return jax.jacrev(flat_model(static, spec, X))(w)
+
+
 def jacobian(model, X):
     """(J, w0, h): J = Dh(w0), shape (n·k, p), formed explicitly by reverse mode."""
-    w0, h, _ = outputs(model, X)
-    return jax.jacrev(h)(w0), w0, h
+    w0, h, (static, spec, X) = outputs(model, X)
+    return jacobian_rows(static, spec, w0, X), w0, h

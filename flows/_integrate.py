@@ -26,7 +26,7 @@ from ._counting import Counter
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._settings import SolveSettings
 from ._solver._gauss import forget_newton_failure, max_newton_residual, newton_failure
-from ._solver._solve import solve_span
+from ._solver._solve import saved_shape, solve_span
 from ._solver._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STIFF, make_solver
 from ._solver._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 from ._stats import SolveStats
@@ -179,7 +179,7 @@ def integrate(
     n_chunks = len(ts) if solver in GAUSS else max(1, min(settings.chunks, len(ts)))
     groups = np.array_split(np.arange(len(ts)), n_chunks)
     stats = SolveStats()
-    save_shape = jax.eval_shape(save, 0.0, y0, None)
+    save_shape = saved_shape(save, y0)
     save_def = jax.tree.structure(save_shape)
     is_flow = _flow_leaves(save_shape)
     norm0 = _norm(y0)

@@ -65,19 +65,11 @@ class LazySemilinear(eqx.Module):
 
     @classmethod
     def build(cls, lazy, scale, eig_tol: float = 1e-12):
-        jac = _Jacobian(lazy)
-        jvp, jt = jac.ops()
-        shape = jax.eval_shape(jvp, lazy.w0).shape
-        m = int(jnp.size(jnp.zeros(shape)))
-        basis = jnp.eye(m).reshape((m,) + shape)
-        J = jax.vmap(lambda e: jt(e)[0])(basis)  # (m, p): rows are Jᵀe_i
-        mu, U = jnp.linalg.eigh(J @ J.T)
-        keep = mu > eig_tol * jnp.max(jnp.abs(mu))
-        mu = jnp.where(keep, mu, 0.0)
-        h0 = lazy.h(lazy.w0, lazy.X)
-        r0 = U.T @ jnp.ravel(lazy.alpha * h0 - lazy.Y)
-        split = LazySplit(jac, U, jnp.asarray(scale, jnp.float64), scale * mu)
-        return cls(lazy, split, r0, keep.astype(jnp.float64))
+        """The field of the pair `lazy` (a `_Lazy` of the squared loss with curvature
+        `scale`): J = Dh(w0) by m transposed jvps, Σ = JJᵀ = U diag(μ) Uᵀ by `eigh`, the
+        modes with μ at most `eig_tol`·max μ cut (their rates set to 0). One compiled
+        program: every α of a sweep (a traced array in `lazy`) reuses it."""
+        return _build(cls, lazy, jnp.asarray(scale, jnp.float64), eig_tol)
 
     def ubar(self, t):
         """ū(t) = α(w̄(t) − w0), flat `(p,)`."""
@@ -123,6 +115,23 @@ class LazySemilinear(eqx.Module):
 
     def __call__(self, t, d, args):
         return self.nonlinear(t, d) - self.split.scale * self.split.lift(self.split.project(d))
+
+
+@eqx.filter_jit
+def _build(cls, lazy, scale, eig_tol):
+    jac = _Jacobian(lazy)
+    jvp, jt = jac.ops()
+    shape = jax.eval_shape(jvp, lazy.w0).shape
+    m = int(np.prod(shape))
+    basis = jnp.eye(m).reshape((m,) + shape)
+    J = jax.vmap(lambda e: jt(e)[0])(basis)  # (m, p): rows are Jᵀe_i
+    mu, U = jnp.linalg.eigh(J @ J.T)
+    keep = mu > eig_tol * jnp.max(jnp.abs(mu))
+    mu = jnp.where(keep, mu, 0.0)
+    h0 = lazy.h(lazy.w0, lazy.X)
+    r0 = U.T @ jnp.ravel(lazy.alpha * h0 - lazy.Y)
+    split = LazySplit(jac, U, scale, scale * mu)
+    return cls(lazy, split, r0, keep.astype(jnp.float64))
 
 
 def gauss_nodes(nodes: int):

@@ -11,7 +11,7 @@ from jaxtyping import Float
 
 from models import MLP, partition
 
-from .._flat import flat_model, jacobian, outputs
+from .._flat import jacobian, jacobian_rows, outputs
 
 METHODS = ("auto", "jacobian", "layers", "blocks")
 
@@ -35,11 +35,6 @@ def _mlp_gram(model: MLP, X):
     return gram
 
 
-@eqx.filter_jit
-def _rows(static, spec, w, X_block):
-    return jax.jacrev(flat_model(static, spec, X_block))(w)
-
-
 def _outputs_per_input(model, X) -> int:
     shape = jax.eval_shape(lambda x: model(x), jax.ShapeDtypeStruct(X.shape[1:], X.dtype)).shape
     return math.prod(shape)
@@ -54,7 +49,7 @@ def _block_gram(model, X, memory: int) -> np.ndarray:
 
     def block(start):  # fixed block size (the last block repeats its final input): one compile
         idx = np.minimum(np.arange(start, start + rows_per_block), n - 1)
-        J = _rows(static, spec, w0, X[idx])
+        J = jacobian_rows(static, spec, w0, X[idx])
         return J[: (min(start + rows_per_block, n) - start) * k]
 
     gram = np.empty((n * k, n * k))
