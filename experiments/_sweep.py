@@ -38,6 +38,21 @@ WORKERS_PER_CORE = 4  # more local worker processes than this only compete for t
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
 
 
+def worker_cache(stack: contextlib.ExitStack) -> str:
+    """The compilation cache folder of the local Dask workers: this process's (the one named
+    in JAX_COMPILATION_CACHE_DIR, or the per-user folder `flows` set), so that what one worker
+    compiled the others load (the same executable, so the same bits), and the next run's
+    workers start warm; a temporary one for this cluster (removed by `stack`) when the cache
+    is turned off (GRADFLOWS_COMPILATION_CACHE=0)."""
+    import jax
+
+    return (
+        os.environ.get("JAX_COMPILATION_CACHE_DIR")
+        or jax.config.jax_compilation_cache_dir
+        or stack.enter_context(tempfile.TemporaryDirectory(prefix="gradflows-"))
+    )
+
+
 class Sweep:
     """Where the tasks of sweeps run; a context manager that shuts its cluster down on exit.
 
@@ -138,7 +153,6 @@ class Sweep:
 
         if self._client is None:
             import dask
-            import jax
 
             self._stack.enter_context(
                 dask.config.set(
@@ -148,18 +162,8 @@ class Sweep:
                     }
                 )
             )
-            # One compilation cache for the local workers: what one worker compiled, the
-            # others load (the same executable, so the same bits) instead of compiling again.
-            # It is this process's (the per-user folder of `flows._cache`, or the one named in
-            # JAX_COMPILATION_CACHE_DIR), so the next run's workers start warm; with the cache
-            # turned off (GRADFLOWS_COMPILATION_CACHE=0), a temporary one per cluster.
-            cache = (
-                os.environ.get("JAX_COMPILATION_CACHE_DIR")
-                or jax.config.jax_compilation_cache_dir
-                or self._stack.enter_context(tempfile.TemporaryDirectory(prefix="gradflows-"))
-            )
             self._cluster = LocalCluster(
-                env={"JAX_COMPILATION_CACHE_DIR": cache},
+                env={"JAX_COMPILATION_CACHE_DIR": worker_cache(self._stack)},
                 n_workers=min(self.workers, pending),
                 threads_per_worker=1,
                 processes=True,

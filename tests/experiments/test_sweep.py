@@ -2,6 +2,7 @@
 session's `cluster`, tests/experiments/conftest.py), a worker killed mid-task, a task that kills
 every worker, memory per task, bad backends."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from experiments._options import UsageError
-from experiments._sweep import CONNECT_TIMEOUT_S, WORKERS_PER_CORE, Sweep, task_key
+from experiments._sweep import CONNECT_TIMEOUT_S, WORKERS_PER_CORE, Sweep, task_key, worker_cache
 from experiments._sweep_options import default_workers
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
@@ -230,3 +231,27 @@ def test_more_workers_than_the_machine_can_run_are_refused_naming_the_limit():
 def test_workers_and_scheduler_together_are_refused():
     with pytest.raises(UsageError, match="not both"):
         Sweep(workers=2, scheduler="tcp://127.0.0.1:1")
+
+
+@pytest.fixture
+def cache_config():
+    """jax's compilation cache folder setting, restored after the test."""
+    before = jax.config.jax_compilation_cache_dir
+    yield lambda folder: jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_local_workers_share_this_process_compilation_cache(monkeypatch, tmp_path, cache_config):
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    cache_config(str(tmp_path / "user"))
+    with contextlib.ExitStack() as stack:  # the per-user folder `flows` gave JAX
+        assert worker_cache(stack) == str(tmp_path / "user")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "named"))
+    with contextlib.ExitStack() as stack:  # a folder named in the environment wins
+        assert worker_cache(stack) == str(tmp_path / "named")
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+    cache_config(None)
+    with contextlib.ExitStack() as stack:  # the cache turned off: one for this cluster only
+        folder = worker_cache(stack)
+        assert os.path.isdir(folder) and os.path.basename(folder).startswith("gradflows-")
+    assert not os.path.exists(folder)
