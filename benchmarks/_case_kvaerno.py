@@ -6,12 +6,20 @@ tolerances; once matrix-free (GMRES) and once with the dense Hessian and LU
 (`flows.Kvaerno5(dense_max=40)`, the default at p = 40). Goal: at most 250 steps (the
 issue's 226 at commit ac8e1b4; ac8e1b4 itself takes 323 on this net at its own defaults,
 rtol 1e-8 and atol 1e-10).
+
+The reference is diffrax's own `diffrax.Kvaerno5()` as a user calls it (its default chord
+root finder) on the same field with the same PID tolerances, at ours and at ac8e1b4's:
+measured 2,959 and 1,073 steps against ours' 1,001 and 323. The goal of 250 is missed
+because of the tolerances, not the root finder (rtol 1e-10 is our default since ac8e1b4).
 """
 
 import time
 
+import diffrax as dfx
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 import flows
 import models
@@ -30,6 +38,25 @@ def small_net_problem():
     net = models.TwoLayerNet(3, 10, activation="tanh", key=jax.random.PRNGKey(1))
     squared = flows.SquaredLoss("mean")
     return (lambda m: squared(jax.vmap(m)(X), Y)), net
+
+
+def diffrax_kvaerno5_steps(loss, net, rtol: float, atol: float) -> int:
+    """Accepted steps of bare `diffrax.Kvaerno5()` on dw/dt = −∇loss to `T1` (PID controller
+    at `rtol`, `atol`, dt0 chosen by diffrax)."""
+    flat, unravel = ravel_pytree(eqx.filter(net, eqx.is_inexact_array))
+    static = eqx.filter(net, eqx.is_inexact_array, inverse=True)
+
+    def field(t, w, args):
+        return -jax.grad(lambda v: loss(eqx.combine(unravel(v), static)))(w)
+
+    sol = jax.jit(
+        lambda w0: dfx.diffeqsolve(
+            dfx.ODETerm(field), dfx.Kvaerno5(), 0.0, T1, None, w0,
+            stepsize_controller=dfx.PIDController(rtol=rtol, atol=atol),
+            saveat=dfx.SaveAt(t1=True), max_steps=100_000,
+        )
+    )(flat)  # fmt: skip
+    return int(sol.stats["num_accepted_steps"])
 
 
 def case_kvaerno(cfg, params):
@@ -52,7 +79,13 @@ def case_kvaerno(cfg, params):
             "jvp_evals": stats["jvp_evals"],
             "grad_evals": stats["grad_evals"],
         }
-    details = {"runs": records, "load": load()}
+    defaults = flows.SolveSettings()
+    reference = {
+        f"rtol {rtol:g}": diffrax_kvaerno5_steps(loss, net, rtol, atol)
+        for rtol, atol in ((defaults.rtol, defaults.atol), (1e-8, 1e-10))
+    }
+    details = {"runs": records, "diffrax_kvaerno5_steps": reference, "load": load()}
+    ratio = records["dense"]["num_steps"] / reference[f"rtol {defaults.rtol:g}"]
     return [
         _row(
             cfg, "kvaerno", params, f"two-layer tanh p=40, t=1e4: kvaerno5 steps ({name})",
@@ -60,4 +93,9 @@ def case_kvaerno(cfg, params):
             goal=("<=", GOAL_STEPS), ours=f"{r['cold_seconds']:.1f} s cold", details=details,
         )
         for name, r in records.items()
+    ] + [
+        _row(
+            cfg, "kvaerno", params, "kvaerno5 steps (dense) / diffrax.Kvaerno5's, same tolerances",
+            ratio, "x", goal=("<=", 1.0), details=details,
+        )
     ]  # fmt: skip
