@@ -212,6 +212,7 @@ class Sweep:
         on_start=None,
         order=None,
         check_at_reports=False,
+        groups=None,
     ) -> list:
         """Run every task of `tasks` whose part is not in `folder`; return all their results.
 
@@ -234,6 +235,10 @@ class Sweep:
         - `on_start`: called with each task (its dict) as it starts.
         - `order`: the indices of `tasks` in the order to start them (default: as given);
           the results keep the order of `tasks`.
+        - `groups`: a label per task (default: none). Tasks of one group share compiled
+          programs: on a cluster, a worker that finishes a task is given the next pending
+          task of the same group (a worker traces and loads each program once), else the next
+          in `order`.
 
         **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
 
@@ -297,8 +302,9 @@ class Sweep:
                     fn, tasks, keys, shared, folder, pending, done, (check, here), watch, started
                 )
             elif pending:
+                groups = [None] * len(tasks) if groups is None else list(groups)
                 self._run_dask(
-                    fn, tasks, keys, shared, folder, pending, done, check, watch, started
+                    fn, tasks, keys, shared, folder, pending, done, check, watch, started, groups
                 )
         finally:
             bar.close()
@@ -337,7 +343,7 @@ class Sweep:
                 done(i, out, 1)
 
     def _run_dask(
-        self, fn, tasks, keys, shared, folder, pending, done, check, watch, started
+        self, fn, tasks, keys, shared, folder, pending, done, check, watch, started, groups
     ) -> None:
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
@@ -349,11 +355,21 @@ class Sweep:
         queue = collections.deque(pending)
         running = {}  # future -> (task index, attempt)
 
-        def submit(i, attempt):
+        def submit(i, attempt, worker=None):
             args = (fn, tasks[i], shared, keys[i], folder, True, self.progress)
-            future = client.submit(execute, *args, key=f"task-{keys[i]}-{attempt}", pure=False)
+            # a preferred worker, not a requirement: another takes the task if it is gone
+            where = {} if worker is None else {"workers": [worker], "allow_other_workers": True}
+            future = client.submit(
+                execute, *args, key=f"task-{keys[i]}-{attempt}", pure=False, **where
+            )
             running[future] = (i, attempt)
             started(i)
+
+        def follow(i, worker):  # the worker that ran task i takes the next of its group
+            same = [j for j in queue if groups[j] == groups[i]] if groups[i] is not None else []
+            if worker is not None and same:
+                queue.remove(same[0])
+                submit(same[0], 1, worker)
 
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)
@@ -387,7 +403,9 @@ class Sweep:
                         out = {"error": f"lost by the cluster ({type(e).__name__}: {e})"}
                     finally:
                         future.release()
+                    worker = out.pop("address", None)
                     done(i, out, attempt)
+                    follow(i, worker)
                 fill()
         except BaseException:
             client.cancel(list(running), force=True)

@@ -75,6 +75,15 @@ def _worker_name() -> str:
         return "client"
 
 
+def _worker_address() -> str | None:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None
+
+
 def execute(
     fn, task: dict, shared, key: str, folder: str, in_worker: bool, progress: bool, report=None
 ):
@@ -84,7 +93,8 @@ def execute(
 
     Returns a dict: `record` and `arrays` (fn's results) or `error` ("ExceptionName:
     message"), `error_type` (`type_name` of its class) and `traceback`, and `stats` (wall_s,
-    cpu_s, peak_rss_bytes, peak_rss_method, worker, host, pid).
+    cpu_s, peak_rss_bytes, peak_rss_method, worker, host, pid) and `address`, the worker's
+    address (None in-process).
     """
     visible = os.path.isdir(folder)
     checkpoint = os.path.join(folder, f"part-{key}.checkpoint.npz") if visible else None
@@ -120,6 +130,7 @@ def execute(
         "host": socket.gethostname(),
         "pid": os.getpid(),
     }
+    out["address"] = _worker_address()
     return out
 
 

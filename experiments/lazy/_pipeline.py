@@ -193,6 +193,8 @@ def _alpha_sweep(sweep, folder, shared) -> list:
         on_start=lambda task: kept.started.add(task["alpha"]),
         order=_interleaved(alphas),
         check_at_reports=True,  # in-process, Ctrl-C stops an α at its next checkpoint
+        # a worker keeps to one form (its programs traced once there): ~7-10 s per form
+        groups=[flows.lazy.lazy_remainder_rule(alpha) for alpha in alphas],
     )
 
 

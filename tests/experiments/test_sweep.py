@@ -141,6 +141,19 @@ def test_a_local_cluster_gives_the_same_bits_as_in_process(cluster, reference, t
     assert os.listdir(tmp_path / "logs")  # the workers' and tasks' logs
 
 
+def test_a_worker_keeps_to_the_group_of_its_first_task(cluster, tmp_path, shared):
+    # Two groups of 4 equal tasks; the order starts one of each, then the rest of "a": without
+    # groups the worker of "b" would take "a" tasks next (both groups on both workers). With
+    # them, a worker that finishes a task is given the next of the same group.
+    tasks = [dict(t, sleep=0.3, seed=i) for i, t in enumerate(TASKS[:4] * 2)]
+    groups = ["a"] * 4 + ["b"] * 4
+    order = [0, 4, 1, 2, 3, 5, 6, 7]
+    results = cluster.run(cheap, tasks, str(tmp_path), shared=shared, order=order, groups=groups)
+    assert not any(r.failed for r in results)
+    pids = [{r.stats["pid"] for r in results[g : g + 4]} for g in (0, 4)]
+    assert len(pids[0]) == len(pids[1]) == 1 and pids[0] != pids[1]
+
+
 @pytest.mark.slow
 def test_the_class_of_a_task_error_comes_back_from_a_worker(cluster, tmp_path, shared):
     tasks = [{"seed": 0, "scale": 2.0, "usage": True}, {"seed": 1, "scale": 1.0, "raise": True}]
