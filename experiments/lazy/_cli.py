@@ -161,13 +161,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: The settings keys that are `flows.SolveSettings` fields.
 SOLVE_KEYS = ("solver", "rtol", "atol", "max_steps")
 
+#: `flows.SolveSettings.chunks` of an α's solve. Each chunk ends a step at its last save time;
+#: on the log-spaced save times of the default run the library's 20 chunks cost 1,847 steps
+#: against 1,766 for 4 (α = 10⁶: 26 against 18), the same sup gaps to 3 digits. Checkpoints
+#: and flow-time reports do not need chunks (written within a call when due).
+LAZY_CHUNKS = 4
+
 
 def with_solve(s: dict) -> dict:
     """`s` with `s["solve"]`, the run's one `flows.SolveSettings`, built from `s`'s
     `SOLVE_KEYS` (None: the library's default), and those keys set to the values it holds,
     as config.json records them. Called once for a run: on its options, or on a resumed
     run's config.json. Raises `UsageError` naming the flag."""
-    solve = solve_settings(**{k: s[k] for k in SOLVE_KEYS})
+    solve = solve_settings(**{k: s[k] for k in SOLVE_KEYS}, chunks=LAZY_CHUNKS)
     s.update({k: getattr(solve, k) for k in SOLVE_KEYS[1:]}, solver=solve.name, solve=solve)
     return s
 
