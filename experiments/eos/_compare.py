@@ -45,7 +45,7 @@ def compare(
     - `k`: top Hessian eigenvalues recorded along GD (1 ≤ k ≤ p).
     - `every`: GD steps between sharpness evaluations and flow saves.
     - `settings`: the flows' `flows.SolveSettings` (default: those of `gradflows run eos`,
-      Tsit5 at rtol 1e-8, atol 1e-10: `experiments.eos._cli.DEFAULTS`).
+      Tsit5 at rtol 1e-6, atol 1e-8: `experiments.eos._cli.DEFAULTS`).
     - `flows_compared`: which of "gradient", "modified", "central".
     - `central_max_steps`: the central flow's step budget. It tracks one eigenvalue
       (k = 1): where a second one reaches 2/η (`flows.large_steps.EdgeLimitReached`) or the
