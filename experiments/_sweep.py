@@ -320,8 +320,8 @@ class Sweep:
         stopped = []
 
         def report(key):
-            def at(t, t1):
-                watch.report(key, t, t1)
+            def at(t, t1, what=None):
+                watch.report(key, t, t1, what)
                 watch.tick()
                 try:
                     at_report()

@@ -22,13 +22,13 @@ HEARTBEAT_S = 10.0
 
 
 def worker_report(key: str):
-    """The `report(t, t1)` of task `key` in a Dask worker: an event to the client."""
+    """The `report(t, t1, what=None)` of task `key` in a Dask worker: an event to the client."""
     from distributed import get_worker
 
     worker = get_worker()
 
-    def report(t, t1):
-        worker.log_event(TOPIC, {"key": key, "t": float(t), "t1": float(t1)})
+    def report(t, t1, what=None):
+        worker.log_event(TOPIC, {"key": key, "t": float(t), "t1": float(t1), "what": what})
 
     return report
 
@@ -46,6 +46,7 @@ class Watch:
         self.bar, self.done, self.total, self.desc = bar, done, len(keys), desc
         self.heartbeat, self.stream = heartbeat, stream
         self.running: dict[str, tuple[float, float | None]] = {}
+        self.what: dict[str, str] = {}  # the part of a task running now, when it says
         self.since: dict[str, float] = {}  # when each running task started (monotonic)
         self.last = time.monotonic()
         self.lock = threading.Lock()
@@ -54,25 +55,33 @@ class Watch:
         self.running.setdefault(key, (0.0, None))
         self.since.setdefault(key, time.monotonic())
 
-    def report(self, key: str, t: float, t1: float) -> None:
-        """Task `key` reached flow time t of t1 (called from any thread)."""
+    def report(self, key: str, t: float, t1: float, what: str | None = None) -> None:
+        """Task `key` reached flow time t of t1, in its part `what` when it names one (a
+        task of several solves: "central flow", say) (called from any thread)."""
         if key in self.running or key in self.names:
             self.running[key] = (t, t1)
+            if what:
+                self.what[key] = what
+            else:
+                self.what.pop(key, None)
 
     def on_event(self, event) -> None:
         """`Client.subscribe_topic` handler: event = (timestamp, message)."""
         msg = event[1]
-        self.report(msg["key"], msg["t"], msg["t1"])
+        self.report(msg["key"], msg["t"], msg["t1"], msg.get("what"))
 
     def finished(self, key: str) -> None:
         self.running.pop(key, None)
         self.since.pop(key, None)
+        self.what.pop(key, None)
         self.done += 1
 
     def line(self) -> str:
         parts, now = [], time.monotonic()
         for key, (t, t1) in sorted(self.running.items(), key=lambda kv: self.names[kv[0]]):
             where = "started (no flow time yet)" if t1 is None else f"t={t:.3g} of {t1:.3g}"
+            if key in self.what:
+                where = f"{self.what[key]} {where}"
             parts.append(f"{self.names[key]} {where} ({now - self.since.get(key, now):.0f} s)")
         running = "; ".join(parts) if parts else "none"
         return f"{self.desc}: {self.done}/{self.total} done; running: {running}"

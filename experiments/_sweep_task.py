@@ -35,14 +35,15 @@ class TaskContext:
       part is written, and before a retry after a worker died (a retry starts from scratch).
     - `progress`: whether the task should draw its own progress bars. In a worker they go to
       the task's log file, `logs/<key>.log`, in the client (workers=0) to the terminal.
-    - `report(t, t1)`: tell the client the flow time t of t1 reached (its bar and heartbeat,
-      `experiments._sweep_progress`); cheap, call it every few seconds.
+    - `report(t, t1, what=None)`: tell the client the flow time t of t1 reached (its bar and
+      heartbeat, `experiments._sweep_progress`), in the part `what` of the task when it has
+      several ("central flow"); cheap, call it every few seconds.
     """
 
     key: str
     checkpoint: str | None
     progress: bool
-    report: Callable[[float, float], None] = lambda t, t1: None
+    report: Callable[..., None] = lambda t, t1, what=None: None
 
 
 def _reset_peak_rss() -> str:
@@ -102,7 +103,7 @@ def execute(
     log_path = os.path.join(logs, f"{key}.log") if in_worker and os.path.isdir(logs) else None
     if in_worker:
         report = worker_report(key)
-    ctx = TaskContext(key, checkpoint, progress, report or (lambda t, t1: None))
+    ctx = TaskContext(key, checkpoint, progress, report or (lambda t, t1, what=None: None))
     method = _reset_peak_rss()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     out = {}

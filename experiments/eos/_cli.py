@@ -22,19 +22,19 @@ FLOWS = ("gradient", "modified", "central")
 DEFAULTS = {
     "classes": "all",
     "task": "multiclass",
-    "n_train": 200,
+    "n_train": 100,
     "width": 32,
     "depth": 2,
     "output_scale": 0.1,
     "loss": "mse",
-    "etas": "0.9,0.75",
-    "t1": 60.0,
+    "etas": "0.9,0.8,0.75,0.7",
+    "t1": 80.0,
     "k": 1,
     "flows": ",".join(FLOWS),
     "sharpness_every": 2,
     "solver": "tsit5",
-    "rtol": 1e-8,
-    "atol": 1e-10,
+    "rtol": 1e-6,
+    "atol": 1e-8,
     "max_steps": None,  # the library's (flows.SolveSettings)
     "uv_width": 1000,
     "uv_points": 91,
@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="multiclass: one output per class, one-hot targets (MSE) or labels (cross-entropy); "
         "binary: two classes, one output, targets ±1 (multiclass)",
     )
-    g.add_argument("--n-train", type=int, default=d["n_train"], help="training points (200)")
+    g.add_argument("--n-train", type=int, default=d["n_train"], help="training points (100)")
     g.add_argument("--width", type=int, default=d["width"], help="hidden width of the MLP (32)")
     g.add_argument("--depth", type=int, default=d["depth"], help="hidden layers of the MLP (2)")
     g.add_argument(
@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=d["seed"], help="data split and init (0)")
     g = p.add_argument_group("gradient descent and the flows")
     add_list(g, "--etas", default=d["etas"], help=f"GD step sizes η, flow time ({d['etas']})")
-    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (60)")
+    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (80)")
     g.add_argument(
         "--k", type=int, default=d["k"], help="top Hessian eigenvalues recorded along GD (1)"
     )
@@ -101,8 +101,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=d["solver"],
         help="solver of the gradient, modified and central flows (tsit5)",
     )
-    g.add_argument("--rtol", type=float, default=d["rtol"], help="relative tolerance (1e-8)")
-    g.add_argument("--atol", type=float, default=d["atol"], help="absolute tolerance (1e-10)")
+    g.add_argument(
+        "--rtol", type=float, default=d["rtol"], help="relative tolerance of the flows (1e-6)"
+    )
+    g.add_argument(
+        "--atol", type=float, default=d["atol"], help="absolute tolerance of the flows (1e-8)"
+    )
     g.add_argument(
         "--max-steps",
         type=int,

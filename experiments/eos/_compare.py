@@ -33,7 +33,7 @@ def compare(
     settings: flows.SolveSettings | None = None,
     flows_compared=("gradient", "modified", "central"),
     central_max_steps: int = 600,
-    report=lambda t, t1: None,
+    report=lambda t, t1, what=None: None,
 ) -> tuple[dict, dict]:
     """Gradient descent with step `eta` to flow time `t1` (step k at t = kη) against three
     flows from the same `params0`: the gradient flow, the modified flow of order 1
@@ -45,12 +45,14 @@ def compare(
     - `k`: top Hessian eigenvalues recorded along GD (1 ≤ k ≤ p).
     - `every`: GD steps between sharpness evaluations and flow saves.
     - `settings`: the flows' `flows.SolveSettings` (default: those of `gradflows run eos`,
-      Tsit5 at rtol 1e-8, atol 1e-10: `experiments.eos._cli.DEFAULTS`).
+      Tsit5 at rtol 1e-6, atol 1e-8: `experiments.eos._cli.DEFAULTS`).
     - `flows_compared`: which of "gradient", "modified", "central".
     - `central_max_steps`: the central flow's step budget. It tracks one eigenvalue
       (k = 1): where a second one reaches 2/η (`flows.large_steps.EdgeLimitReached`) or the
       budget runs out, it is kept up to the last save before, and
       `record["central_flow"]["stopped"]` says where and why.
+    - `report(t, t1, what)`: progress, the time reached by each part in turn ("gradient
+      descent", "sharpness", "gradient flow", "modified flow", "central flow").
 
     **Returns:** `(record, arrays)`. `arrays`: `t_gd` (K+1,), `loss_gd` (K+1,) at every step;
     `t` (T,) the sharpness/flow save times (every `every` steps); `sharpness_gd` (T, k);
@@ -69,13 +71,15 @@ def compare(
     flows.sharpness(loss, params0, k)  # refuses k > p and a non-scalar loss, by name
     settings = solve_settings_of(DEFAULTS) if settings is None else settings
     steps = int(round(t1 / eta))
-    gd = descend(loss, params0, eta=eta, steps=steps, report=report)
+    gd = descend(loss, params0, eta=eta, steps=steps,
+                 report=lambda t, t1: report(t, t1, "gradient descent"))  # fmt: skip
     traj = gd.trajectory
     K = len(traj.ts) - 1
     idx = np.arange(0, K + 1, every)
     sub = _subsample(traj, idx)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
+        report(0.0, float(traj.ts[-1]), "sharpness")
         S, products = sharpness_along(loss, sub, k, tol=LANCZOS_TOL, max_iters=LANCZOS_MAX_ITERS)
     t = traj.ts[idx]
     arrays = {
@@ -106,8 +110,11 @@ def compare(
     chosen = [f"{f}_flow" for f in flows_compared]
     for name in [f for f in FLOWS if f in chosen] if t_end > 0 else ():
         stopped = None
+        what = name.replace("_", " ")
+        report(0.0, t_end, what)
         try:
-            flow = _flow(name, loss, params0, t_end, t, eta, settings, central_max_steps)
+            flow = _flow(name, loss, params0, t_end, t, eta, settings, central_max_steps,
+                         lambda t, t1, what=what: report(t, t1, what))  # fmt: skip
         except (flows.MaxStepsReached, EdgeLimitReached) as e:
             # The central flow tracks one eigenvalue (k = 1): it stops where a second reaches
             # 2/η (or its step budget runs out); it is kept up to the last save before.
@@ -161,14 +168,14 @@ def _edge_summary(t, S, eta) -> dict:
     }
 
 
-def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None):
+def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None, report=None):
     if name == "gradient_flow":
         return flows.gradient_flow(loss, params0, t1, ts=ts, settings=settings)
     if name == "modified_flow":
         return modified_flow(loss, params0, t1, eta=eta, order=1, ts=ts, settings=settings)
     if central_max_steps is not None:
         settings = settings.replace(max_steps=min(settings.max_steps, central_max_steps))
-    return central_flow(loss, params0, t1, eta=eta, ts=ts, settings=settings)
+    return central_flow(loss, params0, t1, eta=eta, ts=ts, settings=settings, report=report)
 
 
 def _subsample(traj, idx):

@@ -84,7 +84,8 @@ def eta_figure(run: dict, a: dict):
              title="distance of GD from each flow")  # fmt: skip
     if run.get("t_edge") is not None:
         for ax in (ax_s, ax_l, ax_d):
-            ax.axvline(run["t_edge"], color="0.75", lw=0.8, zorder=0)
+            label = f"GD's S first at 2/η (t = {run['t_edge']:.3g})" if ax is ax_s else None
+            ax.axvline(run["t_edge"], color="0.75", lw=0.8, zorder=0, label=label)
     if run.get("diverged"):
         d = run["diverged"]
         ax_l.set_title(f"training loss (GD diverged at step {d['step']})")

@@ -97,10 +97,16 @@ class _CentralField(eqx.Module):
         J = jnp.where(inside[:, None], J, 0.0)
         return g, J, 0.5 * J @ J.T, J @ g
 
-    def solve(self, t, w, m, U0):
-        """(g, J, P, q, x, λ (k+1,), U): x = svec(X) of the complementarity problem."""
-        lam, U = self.eig(w, U0)
+    def solve(self, t, w, m, U0, eig=None):
+        """(g, J, P, q, x, λ (k+1,), U): x = svec(X) of the complementarity problem; `eig`
+        the eigenpairs (λ, U) at w when already computed."""
+        lam, U = self.eig(w, U0) if eig is None else eig
         g, J, P, q = self.block(w, U, m)
+        if self.k == 1:
+            # The closed form σ² = max(0, −q/P) (Cohen et al. 2025, §3), in the program:
+            # no host callback, so the compiled flow can be kept in the compilation cache.
+            x = jnp.where(P[0] > 0, jnp.maximum(0.0, -q / jnp.where(P[0] > 0, P[0], 1.0)), 0.0)
+            return g, J, P, q, x, lam, U
         shape = jax.ShapeDtypeStruct(q.shape, q.dtype)
         x = jax.pure_callback(
             _host_qp, shape, P, q, jnp.linalg.norm(g), m, t, vmap_method="sequential"
@@ -119,21 +125,21 @@ class _CentralField(eqx.Module):
     def event(self, t, y, args, **kwargs):
         """Crosses 0 upwards where the phase ends: the larger of `join` and `leave`."""
         m, U0 = args
-        lam, _ = self.eig(y, U0)
-        return jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0))
+        lam, U = self.eig(y, U0)
+        return jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
 
     def join(self, lam, m):
         """λ_(m+1)η/2 − 1: reaches 0 where an eigenvalue joins the tracked set."""
         return jnp.take(lam, jnp.minimum(m, self.k)) * self.eta / 2 - 1.0
 
-    def leave(self, t, y, m, U0):
+    def leave(self, t, y, m, U0, eig=None):
         """With m ≥ 1 tracked, λ_max(Z) − ‖P‖λ_min(X) on the m-block (Z = A + B[X], minus
         the rate of the block), scaled by 1/(‖g‖√(2‖P‖)): negative while X ≻ 0 holds all m
         at 2/η (Z = 0), positive once one is let go (X singular, Z ≠ 0); for m = 1 the
         cosine of ∇S and ∇L. −inf when m = 0."""
 
         def value(y):
-            g, _, P, q, x, _, _ = self.solve(t, y, m, U0)
+            g, _, P, q, x, _, _ = self.solve(t, y, m, U0, eig)
             inside = jnp.arange(self.k) < m
             mask = inside[:, None] & inside[None, :]
             X, Z = _smat(x, self.k), _smat(P @ x + q, self.k)
@@ -182,6 +188,7 @@ def central_flow(
     ts=None,
     save_params: bool = True,
     progress: bool = False,
+    report: Callable[[float, float], None] | None = None,
     **overrides,
 ) -> Trajectory:
     """The central flow of gradient descent with step η, from `params0` to flow time `t1`.
@@ -204,6 +211,8 @@ def central_flow(
     - `loss`, `params0`, `t1`, `ts`, `settings`, `save_params`, `progress`, `**overrides`:
       as `gradient_flow` (the solver must be explicit: "tsit5", "dopri5", "dopri8", or
       "auto" for Tsit5).
+    - `report`: called as `report(t, t1)` with the time reached after each save or event
+      (a caller's progress line).
     - `eta`: the step η > 0 of gradient descent (flow-time units): the edge is S = 2/η.
     - `k`: the most eigenvalues tracked at the edge, 1 ≤ k < p (each evaluation computes
       the top k + 1 eigenpairs and k(k+1)/2 third-derivative products).
@@ -286,6 +295,8 @@ def central_flow(
             t_end = float(span.t_end[0])
             bar.update(max(0.0, t_end - t))
             t, w = t_end, span.y_end[0]
+            if report is not None:
+                report(t, t1)
             if stats.num_steps > settings.max_steps or bool(span.max_steps_hit):
                 e = MaxStepsReached(
                     f"max_steps={settings.max_steps} reached at t={t:.6g} before t={t1:.6g} "
@@ -376,4 +387,4 @@ def _phase(field, w, m, U0):
     """At an event: (the join value, the leave value, λ, U) of `_CentralField.event`."""
     m = jnp.asarray(m)
     lam, U = field.eig(w, U0)
-    return field.join(lam, m), field.leave(jnp.asarray(0.0, w.dtype), w, m, U0), lam, U
+    return field.join(lam, m), field.leave(jnp.asarray(0.0, w.dtype), w, m, U0, (lam, U)), lam, U

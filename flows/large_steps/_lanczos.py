@@ -79,11 +79,14 @@ def lanczos_top(matvec: Callable, v0, k: int, m_max: int, tol, key=None, check_e
         w = _orthogonalise(V, w, idx <= j)
         b = jnp.linalg.norm(w)
         breakdown = b <= 1e-12 * jnp.maximum(scale, 1e-300)
-        r = _orthogonalise(V, jax.random.normal(jax.random.fold_in(key, j + 1), (p,), w.dtype),
-                           idx <= j)  # fmt: skip
-        r_norm = jnp.linalg.norm(r)
-        nxt = jnp.where(breakdown, r / jnp.where(r_norm > 0, r_norm, 1.0), w / jnp.where(
-            breakdown, 1.0, b))  # fmt: skip
+
+        def restart(_):  # only on a breakdown: a random vector orthogonal to the basis
+            r = jax.random.normal(jax.random.fold_in(key, j + 1), (p,), w.dtype)
+            r = _orthogonalise(V, r, idx <= j)
+            r_norm = jnp.linalg.norm(r)
+            return r / jnp.where(r_norm > 0, r_norm, 1.0)
+
+        nxt = jax.lax.cond(breakdown, restart, lambda _: w / jnp.where(b > 0, b, 1.0), None)
         alpha, beta = alpha.at[j].set(a), beta.at[j].set(jnp.where(breakdown, 0.0, b))
         V = V.at[j + 1].set(nxt)
         test = jnp.logical_or((j + 1) % check_every == 0, j + 1 >= m_max)

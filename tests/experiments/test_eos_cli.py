@@ -48,7 +48,8 @@ def test_run_writes_config_parts_results_and_figures(finished):
     assert "jax" in res["versions"] and "diffrax" in config["versions"]
     (run,) = res["runs"]
     # the settings the flows used, the library's max_steps resolved
-    assert run["solver"] == flows.SolveSettings(solver="tsit5", rtol=1e-8, atol=1e-10).to_dict()
+    solver = flows.SolveSettings(solver="tsit5", rtol=DEFAULTS["rtol"], atol=DEFAULTS["atol"])
+    assert run["solver"] == solver.to_dict()
     assert set(run) >= {"gradient_flow", "hover", "diverged", "t_edge", "lanczos"}
     assert "central_flow" not in run and run["failed"] == {}
     assert run["steps"] == 10 and run["diverged"] is None

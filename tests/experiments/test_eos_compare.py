@@ -57,3 +57,16 @@ def test_a_loss_that_is_not_scalar_is_refused_naming_loss():
     with pytest.raises(TypeError, match="loss") as info:
         compare(lambda p: LAM * p["w"], W0, eta=0.1, t1=1.0)
     assert "\n" not in str(info.value)
+
+
+def test_compare_reports_each_part_with_its_time():
+    seen = []
+    compare(quadratic, W0, eta=0.1, t1=2.0, flows_compared=("gradient", "central"),
+            report=lambda t, t1, what=None: seen.append((what, t, t1)))  # fmt: skip
+    parts = [what for what, _, _ in seen]
+    assert parts[0] == "gradient descent" and parts[-1] == "central flow"
+    assert {"sharpness", "gradient flow"} <= set(parts)
+    central = [(t, t1) for what, t, t1 in seen if what == "central flow"]
+    # the central flow reports the time reached after each save (t = 0, 0.2, …, 2)
+    assert len(central) > 5 and central[-1] == pytest.approx((2.0, 2.0))
+    assert np.all(np.diff([t for t, _ in central]) >= 0)

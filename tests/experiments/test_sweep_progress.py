@@ -37,6 +37,23 @@ def test_heartbeat_lines_name_the_tasks_done_and_the_flow_time_of_the_running_on
     assert lines[-1] == "sweep: 2/2 done; running: none"
 
 
+def _parts(task, shared, ctx):  # a task of several solves names the one running
+    ctx.report(2.0, 8.0, "gradient descent")
+    ctx.report(3.0, 6.0, "central flow")
+    ctx.report(0.5, 1.0)
+    return {"alpha": task["alpha"]}, None
+
+
+def test_heartbeat_names_the_part_a_task_reports(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(_sweep_progress, "HEARTBEAT_S", 0.0)
+    with Sweep(workers=0, progress=False) as sweep:
+        sweep.run(_parts, [{"alpha": 1.0}], str(tmp_path), desc="sweep")
+    lines = _heartbeats(capsys.readouterr().err)
+    assert "sweep: 0/1 done; running: alpha=1 gradient descent t=2 of 8" in lines
+    assert "sweep: 0/1 done; running: alpha=1 central flow t=3 of 6" in lines
+    assert "sweep: 0/1 done; running: alpha=1 t=0.5 of 1" in lines  # no part named
+
+
 def _silent(task, shared, ctx):  # compiles, say: no report for 0.6 s
     time.sleep(0.6)
     return {"alpha": task["alpha"]}, None

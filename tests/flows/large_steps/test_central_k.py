@@ -97,3 +97,20 @@ def test_a_failing_complementarity_solve_names_the_time_and_residual(monkeypatch
     monkeypatch.setattr(_central, "solve_qp", lambda P, q, g: (np.zeros(len(q)), 0.5))
     with pytest.raises(ComplementarityError, match=r"failed at t=0\.31\d*: residual 0\.5 >"):
         central_flow(toy, W0, 2.0, eta=ETA, k=2, ts=TS, rtol=1e-8, atol=1e-10)
+
+
+def test_one_tracked_eigenvalue_uses_the_closed_form_the_qp_gives():
+    # k = 1 solves σ² = max(0, −q/P) inside the compiled field (no host QP): the same x
+    from flows.large_steps._hessian import flat_loss
+
+    f, w, spec, static = flat_loss(toy, W0)
+    field = _central._CentralField(toy, static, spec, jnp.asarray(ETA), 1)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        y = w + 0.3 * jnp.asarray(rng.standard_normal(w.shape))
+        g, _, P, q, x, _, _ = field.solve(0.0, y, jnp.asarray(1), jnp.zeros((2, 5)))
+        expected, _ = solve_qp(np.asarray(P), np.asarray(q), float(jnp.linalg.norm(g)))
+        # measured: equal to 1e-13 (relative to max(1, x))
+        assert abs(float(x[0]) - expected[0]) <= 1e-11 * max(1.0, abs(expected[0]))
+    P, q = np.asarray(P), np.asarray(q)
+    assert float(x[0]) == pytest.approx(max(0.0, -q[0] / P[0, 0]), rel=1e-12, abs=1e-15)
