@@ -155,6 +155,7 @@ def case_auto_family(cfg, params):
                 theirs=fixed,
                 details=details,
                 note=None if cold_ratio is None else f"cold {cold_ratio:.2f}×",
+                command=cfg.command("auto_family"),  # the family sets its own sizes
             )
         )
         if ratio is not None and (worst is None or ratio > worst[0]):
@@ -173,6 +174,7 @@ def case_auto_family(cfg, params):
                 goal=("<=", goal),
                 ours=None if pair is None else pair[1],
                 details={"problems": list(FAMILY), "cold_problems": list(COLD)},
+                command=cfg.command("auto_family"),
             )
         )
     return rows
