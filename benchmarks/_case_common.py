@@ -27,6 +27,7 @@ CASES = (
     "kvaerno",
     "relu",
     "exprb_linear",
+    "auto_family",
 )
 TITLES = {
     "overhead": "1. solver overhead",
@@ -44,6 +45,7 @@ TITLES = {
     "kvaerno": "13. Kvaerno5 steps on a small net",
     "relu": "14. gradflows run lazy --activation relu",
     "exprb_linear": "15. exprb32 steps on a stiff linear field",
+    "auto_family": '16. solver="auto" ÷ best fixed on a generated family',
 }
 
 

@@ -78,12 +78,12 @@ def _record(traj, seconds, cold, rtol):
     return out
 
 
-def run_solvers(solve, settings, solvers, repeats):
+def run_solvers(solve, settings, solvers, repeats, max_steps=MAX_STEPS):
     """`{solver: record}`: each solver's wall time (warm, best of `repeats` interleaved calls),
-    cold time, steps, work and switches; `{"finished": False, …}` where MAX_STEPS ran out."""
+    cold time, steps, work and switches; `{"finished": False, …}` where `max_steps` ran out."""
     calls, cold, records = {}, {}, {}
     for solver in solvers:
-        kw = dict(settings, solver=solver, max_steps=MAX_STEPS)
+        kw = dict(settings, solver=solver, max_steps=max_steps)
         call = lambda kw=kw: solve(**kw)  # noqa: E731
         start = time.perf_counter()
         try:
@@ -95,7 +95,7 @@ def run_solvers(solve, settings, solvers, repeats):
                 "cold_seconds": ran,
                 "error": str(e).split(";")[0],
             }
-            print(f"      {solver}: not finished in {MAX_STEPS} steps ({ran:.1f} s)", flush=True)
+            print(f"      {solver}: not finished in {max_steps} steps ({ran:.1f} s)", flush=True)
             continue
         calls[solver] = call
     best, last = best_of(calls, repeats, once_above=CHEAP_S)

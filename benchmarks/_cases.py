@@ -6,6 +6,7 @@ text), `details` (everything measured), `command` (what reproduces it).
 """
 
 from ._case_alpha import case_alpha
+from ._case_auto_family import case_auto_family
 from ._case_common import CASES, TITLES, Config, size
 from ._case_engine import case_engine
 from ._case_exprb import case_exprb
@@ -39,4 +40,5 @@ RUNNERS = {
     "kvaerno": case_kvaerno,
     "relu": case_relu,
     "exprb_linear": case_exprb_linear,
+    "auto_family": case_auto_family,
 }
