@@ -111,3 +111,103 @@ class AndersonBjorck(optx.AbstractRootFinder):
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return state.lower + 0.5 * (state.upper - state.lower), aux, {}
+
+
+class _SecantState(eqx.Module):
+    lower: Scalar  # the end where the (sign-normalised) function is >= 0
+    upper: Scalar  # the end where it is < 0
+    sign: Float[Array, ""]  # +1 if fn(lower) >= 0 at the start, else -1
+    a: Scalar  # the secant's older point and its (normalised) value
+    f_a: Scalar
+    b: Scalar  # the secant's newer point
+    f_b: Scalar
+    paired: Bool[Array, ""]  # (a, b) are usable: two points beyond the root were found
+    done: Bool[Array, ""]
+    widths: Float[Array, " 3"]  # the bracket's width before each of the last three steps
+
+
+class BeyondSecant(optx.AbstractRootFinder):
+    """Secant steps from beyond the root, inside a bracket `[lower, upper]` (options, as for
+    `optimistix.Bisection`), stopping when the bracket is narrower than `atol + rtol·|upper|`.
+
+    The event function g = min over entries is smooth beyond its root (the entry that
+    crossed is the smallest there) but has kinks before it, where another entry becomes the
+    smallest; regula falsi with the far end of the step keeps that end's kinked value for
+    many steps. This finder bisects until a second point lies beyond the root (where g < 0),
+    then takes secant steps through the latest two points (Dekker 1969), which converge
+    superlinearly on the smooth side. A step closer than tol/2 to the latest point is moved
+    to tol/2 from it, so that the bracket closes around the root; where three steps in a row
+    have not halved the bracket, or the secant point falls outside it, the step bisects (as
+    `AndersonBjorck`). Two evaluations in `init` (the ends) and one per step. Returns the
+    midpoint of the final bracket.
+
+    **Reference:** Dekker 1969, "Finding a zero by means of successive linear interpolation",
+    in Dejon & Henrici (eds.), Constructive Aspects of the Fundamental Theorem of Algebra.
+    """
+
+    rtol: float
+    atol: float
+    norm: ClassVar[Callable] = jnp.abs
+
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        lower = jnp.asarray(options["lower"], f_struct.dtype)
+        upper = jnp.asarray(options["upper"], f_struct.dtype)
+        f_lo, _ = fn(lower, args)
+        f_up, _ = fn(upper, args)
+        sign = jnp.where(f_lo >= 0, 1.0, -1.0).astype(f_struct.dtype)
+        f_lo, f_up = sign * f_lo, sign * f_up
+        at_lower = f_lo == 0
+        upper = jnp.where(at_lower, lower, upper)
+        lower = jnp.where(f_up >= 0, upper, lower)
+        widths = jnp.full(3, jnp.inf, f_struct.dtype)
+        done = at_lower | (f_up >= 0)
+        false = jnp.asarray(False)
+        return _SecantState(lower, upper, sign, upper, f_up, upper, f_up, false, done, widths)
+
+    def _candidate(self, state):
+        lo, up = state.lower, state.upper
+        a, b, f_a, f_b = state.a, state.b, state.f_a, state.f_b
+        secant = b - f_b * (b - a) / jnp.where(f_b == f_a, jnp.inf, f_b - f_a)
+        lo_, hi_ = jnp.minimum(lo, up), jnp.maximum(lo, up)
+        slow = jnp.abs(up - lo) > 0.5 * state.widths[0]
+        ok = state.paired & jnp.isfinite(secant) & (secant > lo_) & (secant < hi_) & ~slow
+        c = jnp.where(ok, secant, lo + 0.5 * (up - lo))
+        # at least tol/2 from the latest point, towards the secant point: the next
+        # evaluation then closes the bracket around the root
+        half = 0.5 * (self.atol + self.rtol * jnp.abs(up))
+        step = c - b
+        toward = jnp.where(step == 0, jnp.sign(lo - b), jnp.sign(step))
+        c = jnp.where(ok & (jnp.abs(step) < half), b + toward * half, c)
+        inside = (c > lo_) & (c < hi_)
+        return jnp.where(inside, c, lo + 0.5 * (up - lo))
+
+    def step(self, fn, y, args, options, state, tags):
+        c = self._candidate(state)
+        f_c, aux = fn(c, args)
+        f_c = state.sign * f_c
+        beyond = f_c < 0  # the root lies in [lower, c]
+        lower = jnp.where(beyond, state.lower, c)
+        upper = jnp.where(beyond, c, state.upper)
+        exact = f_c == 0
+        lower, upper = jnp.where(exact, c, lower), jnp.where(exact, c, upper)
+        frozen = state.done
+        lower = jnp.where(frozen, state.lower, lower)
+        upper = jnp.where(frozen, state.upper, upper)
+        # the secant pair: once two points lie beyond the root, always the latest two; before
+        # that, the latest point beyond it (bisection steps short of the root are not kept)
+        shift = state.paired | beyond
+        a = jnp.where(shift, state.b, state.a)
+        f_a = jnp.where(shift, state.f_b, state.f_a)
+        b = jnp.where(shift, c, state.b)
+        f_b = jnp.where(shift, f_c, state.f_b)
+        widths = jnp.concatenate([state.widths[1:], jnp.abs(state.upper - state.lower)[None]])
+        new = _SecantState(lower, upper, state.sign, a, f_a, b, f_b, shift, exact | frozen, widths)
+        return lower + 0.5 * (upper - lower), new, aux
+
+    def terminate(self, fn, y, args, options, state, tags):
+        width = jnp.abs(state.upper - state.lower)
+        small = width < self.atol + self.rtol * jnp.abs(state.upper)
+        return small | state.done, optx.RESULTS.successful
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        return state.lower + 0.5 * (state.upper - state.lower), aux, {}

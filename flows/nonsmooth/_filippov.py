@@ -3,9 +3,9 @@
 The flow is a loop of diffrax solves, one per piece (a fixed side or sliding state for every
 pre-activation); each solve ends at the first event (a crossing of a kink surface, or a
 sliding slope reaching an end of its interval), located on the solver's dense output by
-regula falsi (`_event_root.AndersonBjorck`). Between events the field is smooth
-(polynomial in the weights, rational where sliding), so the adaptive solver takes the steps
-the smooth flow needs.
+secant steps from beyond the root (`_event_root.BeyondSecant`). Between events the field is
+smooth (polynomial in the weights, rational where sliding), so the adaptive solver takes the
+steps the smooth flow needs.
 """
 
 import dataclasses
@@ -36,7 +36,7 @@ from .._losses import SquaredLoss, get_loss
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solve import save_state, solve_span
 from .._solver._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
-from ._event_root import AndersonBjorck
+from ._event_root import BeyondSecant
 from ._kinks import two_layer_form
 from ._pieces import Counts, Pieces, check_chatter, rhs
 from ._sliding import PieceField
@@ -45,7 +45,7 @@ _SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
 _CHECKPOINT_EVERY_S = 10.0  # wall time between checkpoint writes
 
 
-_ROOT = AndersonBjorck(rtol=1e-15, atol=1e-15)
+_ROOT = BeyondSecant(rtol=1e-15, atol=1e-15)
 # A piece saves at the next _SAVE_WINDOW pending save times (None: at all of them), and is
 # solved again with all of them when it reaches past the window: the save buffer of all the
 # save times of a lazy run costs more than a step of the default net (docs/performance.md).
@@ -80,7 +80,7 @@ def filippov_flow(
     Off the kink surfaces z_ij = b_j·x̃_i = 0 (x̃_i = (x_i, 1) with hidden biases) the flow is
     smooth and is integrated by an explicit Runge–Kutta method (Tsit5 by default) with
     diffrax's PID controller. Each solve ends at the first **event**, located on the
-    solver's dense output by Anderson–Björck regula falsi (bracket < 1e-15·(1 + t)):
+    solver's dense output by secant steps from beyond the root (bracket < 1e-15·(1 + t)):
     - **crossing**: a pre-activation reaches its kink. If both one-sided fields push into the
       surface (ż_ij < 0 with slope σ'₊, ż_ij > 0 with σ'₋) it starts **sliding**; otherwise it
       crosses to the side its field points to.
@@ -270,7 +270,7 @@ def filippov_flow(
     traj = _trajectory(
         model, form, field, ts, saved, sliding_at, pieces, observables, save_params, wall,
         {**settings.to_dict(), "solver": name, "t1": t1, "alpha": alpha, "method": "Filippov",
-         "event_location": "Anderson–Björck regula falsi on the dense output, bracket < "
+         "event_location": "secant steps from beyond the root on the dense output, bracket < "
          "1e-15·(1 + t)"},
     )  # fmt: skip
     traj.stats["pieces_solved_again"] = again

@@ -5,6 +5,7 @@ import collections
 import dataclasses
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -21,18 +22,30 @@ _MIN_SLOTS = 32
 
 
 @eqx.filter_jit
-def _values(field, y, mode):
-    return field.values(y, mode)
+def _inspect(field, y, mode, handled):
+    """Everything `Pieces.settle` decides on at state y, in one compiled call: the distances
+    (n, m) and slot margins (K,) of `PieceField.values`, the slots' slopes θ (K,), the
+    nearest entry (i, j) to its kink among those not sliding nor `handled` (n, m), and ż_ij
+    there under each one-sided field (side +1, side −1), computed only where that entry is at
+    its kink and no slot is at an end of its interval."""
+    z, _, theta, _ = field.solve(y, mode)
+    dist, margin = field.distances(z, theta, mode)
+    masked = jnp.where(handled, jnp.inf, dist)
+    k = jnp.argmin(masked)
+    i, j = k // field.m, k % field.m
+    due = (masked.ravel()[k] <= _AT_KINK) & ~jnp.any(margin <= _AT_KINK)
 
+    def zdots():
+        def zdot(side):
+            trial = eqx.tree_at(lambda md: md.sign, mode, mode.sign.at[i, j].set(side))
+            _, B_dot, _ = field.unpack(field(0.0, y, trial))
+            return field.Xt[i] @ B_dot[j]
 
-@eqx.filter_jit
-def _zdot(field, y, mode):
-    return field.zdot(y, mode)
+        return zdot(1.0), zdot(-1.0)
 
-
-@eqx.filter_jit
-def _slopes(field, y, mode):
-    return field.solve(y, mode)[2]
+    zero = jnp.zeros((), dist.dtype)
+    z_plus, z_minus = jax.lax.cond(due, zdots, lambda: (zero, zero))
+    return dist, margin, theta, i, j, z_plus, z_minus
 
 
 @eqx.filter_jit
@@ -94,14 +107,10 @@ class Pieces:
         y[m + j * dt : m + (j + 1) * dt] = b
         return jnp.asarray(y)
 
-    def _decide(self, y, i, j):
-        """Side or sliding for entry (i, j), which sits on its kink."""
+    def _decide(self, y, i, j, z_plus, z_minus):
+        """Side or sliding for entry (i, j), which sits on its kink, from ż_ij under the
+        one-sided fields of side +1 (`z_plus`) and side −1 (`z_minus`)."""
         old = self.sign[i, j]
-        trial = self.sign.copy()
-        trial[i, j] = 1.0
-        z_plus = float(_zdot(self.field, y, self.mode(sign=trial))[i, j])
-        trial[i, j] = -1.0
-        z_minus = float(_zdot(self.field, y, self.mode(sign=trial))[i, j])
         if z_plus < 0 < z_minus:  # both one-sided fields push into the surface
             self.sliding[i, j] = True
             self.slots.append((i, j))
@@ -120,37 +129,37 @@ class Pieces:
         self.sign[i, j] = side
         return y
 
+    def leave(self, k, theta):
+        """Slot k leaves its surface, to the side whose slope its slope θ is nearer to."""
+        i, j = self.slots.pop(k)
+        up = abs(theta - self.slope_plus) < abs(theta - self.slope_minus)
+        self.sign[i, j] = 1.0 if up else -1.0
+        self.sliding[i, j] = False
+        self.counts.sliding_exits += 1
+        self.recent.append((i, j))
+        return i, j
+
     def settle(self, y):
         """Take every decision due at this state: slopes at an end of their interval leave
         their surface, then pre-activations on a kink cross or start sliding. Each entry is
-        decided once per event. Returns the (possibly snapped) state."""
-        handled, last = set(), None
+        decided once per event; each pass is one compiled call (`_inspect`). Returns the
+        (possibly snapped) state."""
+        handled = np.zeros((self.n, self.m), bool)
         for _ in range(4 * self.n * self.m + 8):
-            dist, margin = _values(self.field, y, self.mode())
-            last, dist, margin = dist, np.array(dist), np.array(margin)
+            out = _inspect(self.field, y, self.mode(), jnp.asarray(handled | self.sliding))
+            dist, margin, theta, i, j, z_plus, z_minus = out
+            margin = np.asarray(margin)
             exits = [k for k in range(len(self.slots)) if margin[k] <= _AT_KINK]
             if exits:
-                theta = np.asarray(_slopes(self.field, y, self.mode()))
+                theta = np.asarray(theta)
                 for k in sorted(exits, reverse=True):
-                    i, j = self.slots.pop(k)
-                    up = abs(theta[k] - self.slope_plus) < abs(theta[k] - self.slope_minus)
-                    self.sign[i, j] = 1.0 if up else -1.0
-                    self.sliding[i, j] = False
-                    self.counts.sliding_exits += 1
-                    self.recent.append((i, j))
-                    handled.add((i, j))
-                last = None
+                    handled[self.leave(k, float(theta[k]))] = True
                 continue
-            dist[self.sliding] = np.inf
-            for i, j in handled:
-                dist[i, j] = np.inf
-            i, j = np.unravel_index(np.argmin(dist), dist.shape)
-            if dist[i, j] > _AT_KINK:
-                break  # `last` holds the distances of this y and piece
-            handled.add((int(i), int(j)))
-            y = self._decide(y, int(i), int(j))
-            last = None
-        dist = last if last is not None else _values(self.field, y, self.mode())[0]
+            i, j = int(i), int(j)
+            if handled[i, j] or self.sliding[i, j] or float(dist[i, j]) > _AT_KINK:
+                break  # `dist` holds the distances of this y and piece
+            handled[i, j] = True
+            y = self._decide(y, i, j, float(z_plus), float(z_minus))
         self.slack = np.where(self.sliding, 0.0, np.maximum(0.0, _SLACK - np.asarray(dist)))
         return y
 

@@ -70,18 +70,24 @@ class PieceField(eqx.Module):
         theta0 = jnp.where(mode.sliding, 0.0, side)
         pred = (theta0 * z) @ (self.coef * a) + beta @ self.bias_coef + self.offset
         r = self.residual(pred)
-        base = (r[:, None] * theta0).T @ self.Xt  # (m, d̃): Σ_{i∉S_j} r_i Θ_ij x̃_i
         si, sj, on = mode.slot_i, mode.slot_j, mode.slot_on
-        pair = on[:, None] & on[None, :] & (sj[:, None] == sj[None, :])
-        gram = jnp.where(pair, self.G[si][:, si], 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
-        rhs = jnp.where(on, -jnp.sum(self.Xt[si] * base[sj], axis=1), 0.0)
-        w, V = jnp.linalg.eigh(gram)
-        inv = jnp.where(w > 1e-12 * jnp.max(w), 1.0 / jnp.where(w > 0, w, 1.0), 0.0)
-        phi = V @ (inv * (V.T @ rhs))
-        r_s = r[si]
         mid = 0.5 * (self.slope_minus + self.slope_plus)
-        theta = jnp.where(r_s == 0, mid, phi / jnp.where(r_s == 0, 1.0, r_s))
-        theta = jnp.where(on, theta, mid)
+
+        def slopes():
+            # x̃_k·Σ_{i∉S_j} r_i Θ_ij x̃_i = Σ_i G_ki r_i Θ_ij for each slot (k, j): from the
+            # Gram matrix, without the (m, d̃) product of the field
+            rhs = jnp.where(on, -jnp.sum(self.G[si] * (r[:, None] * theta0[:, sj]).T, 1), 0.0)
+            pair = on[:, None] & on[None, :] & (sj[:, None] == sj[None, :])
+            gram = jnp.where(pair, self.G[si][:, si], 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
+            w, V = jnp.linalg.eigh(gram)
+            inv = jnp.where(w > 1e-12 * jnp.max(w), 1.0 / jnp.where(w > 0, w, 1.0), 0.0)
+            phi = V @ (inv * (V.T @ rhs))
+            r_s = r[si]
+            theta = jnp.where(r_s == 0, mid, phi / jnp.where(r_s == 0, 1.0, r_s))
+            return jnp.where(on, theta, mid)
+
+        # the sliding solve only where some pre-activation slides
+        theta = jax.lax.cond(jnp.any(on), slopes, lambda: jnp.full(on.shape, mid, z.dtype))
         Theta = theta0.at[si, sj].add(jnp.where(on, theta, 0.0))
         return z, Theta, theta, r
 
@@ -104,6 +110,10 @@ class PieceField(eqx.Module):
         sliding), and each slot's slope distance to the nearer end of [σ'₋, σ'₊] over its
         length (+inf on padding slots). An event is one of them reaching 0."""
         z, _, theta, _ = self.solve(y, mode)
+        return self.distances(z, theta, mode)
+
+    def distances(self, z, theta, mode: Mode):
+        """`values` from z (n, m) and the slots' slopes θ (K,) of `solve`."""
         dist = jnp.where(mode.sliding, jnp.inf, mode.sign * z / self.xnorm[:, None] + mode.slack)
         lo = jnp.minimum(self.slope_minus, self.slope_plus)
         hi = jnp.maximum(self.slope_minus, self.slope_plus)

@@ -113,7 +113,11 @@ def test_pl_quotient_of_the_relu_flow_is_a_rayleigh_quotient_of_sigma_at_w(probl
             params = eqx.combine(spec.unravel(w0 + res.u[i] / alpha), static)
             sigma_w = np.asarray(flows.ntk.ntk_gram(params, X))
             r = alpha * np.asarray(jax.vmap(params)(X)) - Y
-            worst = max(worst, abs(mu[i] - r @ sigma_w @ r / (r @ r)) / mu[i])
+            # where a pre-activation slides (|z| ~ 1e-17), JAX's relu'(z) follows the last
+            # bits of z, which differ between the measurement and this recomputation (and
+            # between runs): the quotient is compared where nothing slides
+            if res.stats["sliding_at_ts"][i] == 0:
+                worst = max(worst, abs(mu[i] - r @ sigma_w @ r / (r @ r)) / mu[i])
             # measured min (μ − λ_min(Σ(w)))/μ: 0.011 (α = 1), 2.5e-13 (α = 100)
             assert mu[i] >= np.linalg.eigvalsh(sigma_w)[0] * (1 - 1e-10)
         assert worst < 1e-12, alpha  # measured 7.7e-14 (α = 1), 2.5e-15 (α = 100)
