@@ -161,10 +161,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: The settings keys that are `flows.SolveSettings` fields.
 SOLVE_KEYS = ("solver", "rtol", "atol", "max_steps")
 
-#: `flows.SolveSettings.chunks` of an α's solve. Each chunk ends a step at its last save time;
-#: on the log-spaced save times of the default run the library's 20 chunks cost 1,847 steps
-#: against 1,766 for 4 (α = 10⁶: 26 against 18), the same sup gaps to 3 digits. Checkpoints
-#: and flow-time reports do not need chunks (written within a call when due).
+#: `flows.SolveSettings.chunks` of an α's exprk4 solve (the others keep the library's). Each
+#: chunk ends a step at its last save time; on the log-spaced save times of the default run
+#: the library's 20 chunks cost 1,847 steps against 1,766 for 4 (α = 10⁶: 26 against 18),
+#: the same sup gaps to 3 digits. Checkpoints and flow-time reports do not need chunks
+#: (written within a call when due).
 LAZY_CHUNKS = 4
 
 
@@ -173,7 +174,8 @@ def with_solve(s: dict) -> dict:
     `SOLVE_KEYS` (None: the library's default), and those keys set to the values it holds,
     as config.json records them. Called once for a run: on its options, or on a resumed
     run's config.json. Raises `UsageError` naming the flag."""
-    solve = solve_settings(**{k: s[k] for k in SOLVE_KEYS}, chunks=LAZY_CHUNKS)
+    chunks = LAZY_CHUNKS if s["solver"] == "exprk4" else None  # measured there
+    solve = solve_settings(**{k: s[k] for k in SOLVE_KEYS}, chunks=chunks)
     s.update({k: getattr(solve, k) for k in SOLVE_KEYS[1:]}, solver=solve.name, solve=solve)
     return s
 

@@ -111,11 +111,12 @@ def test_the_solver_options_default_to_the_library_settings(name):
     assert args.rtol is None and args.atol is None and getattr(args, "max_steps", None) is None
     library = flows.SolveSettings()
     if name == "lazy":
-        from experiments.lazy._cli import settings
+        from experiments.lazy._cli import LAZY_CHUNKS, settings
 
         solve = settings(args)["solve"]
-        # exprk4 for smooth activations (the default gelu), tsit5 for kinked ones
-        assert solve == library.replace(solver="exprk4")
+        # exprk4 for smooth activations (the default gelu), tsit5 for kinked ones; exprk4's
+        # α in LAZY_CHUNKS chunks (fewer step ends at chunk ends than the library's 20)
+        assert solve == library.replace(solver="exprk4", chunks=LAZY_CHUNKS)
         relu = settings(parser.parse_args(["--activation", "relu"]))["solve"]
         assert relu == library.replace(solver="tsit5")
         given = settings(parser.parse_args(["--rtol", "1e-7", "--max-steps", "9"]))
