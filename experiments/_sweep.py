@@ -366,10 +366,12 @@ class Sweep:
             started(i)
 
         def follow(i, worker):  # the worker that ran task i takes the next of its group
-            same = [j for j in queue if groups[j] == groups[i]] if groups[i] is not None else []
-            if worker is not None and same:
-                queue.remove(same[0])
-                submit(same[0], 1, worker)
+            if worker is None or groups[i] is None:
+                return
+            j = next((j for j in queue if groups[j] == groups[i]), None)
+            if j is not None:
+                queue.remove(j)
+                submit(j, 1, worker)
 
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)

@@ -17,6 +17,29 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, Scalar
 
 
+def _ends(fn, args, options, f_struct):
+    """The bracket of both finders from `options` "lower"/"upper": (lower, upper, f(lower),
+    f(upper), sign, done, widths), f normalised by `sign` so that f(lower) >= 0.
+    fn(lower) = 0: the root is `lower`; no sign change: nothing to refine, keep `upper`."""
+    lower = jnp.asarray(options["lower"], f_struct.dtype)
+    upper = jnp.asarray(options["upper"], f_struct.dtype)
+    f_lo, _ = fn(lower, args)
+    f_up, _ = fn(upper, args)
+    sign = jnp.where(f_lo >= 0, 1.0, -1.0).astype(f_struct.dtype)
+    f_lo, f_up = sign * f_lo, sign * f_up
+    at_lower = f_lo == 0
+    upper = jnp.where(at_lower, lower, upper)
+    lower = jnp.where(f_up >= 0, upper, lower)
+    widths = jnp.full(3, jnp.inf, f_struct.dtype)
+    return lower, upper, f_lo, f_up, sign, at_lower | (f_up >= 0), widths
+
+
+def _narrow(finder, state):
+    """Whether the bracket is settled or narrower than `atol + rtol·|upper|`."""
+    width = jnp.abs(state.upper - state.lower)
+    return (width < finder.atol + finder.rtol * jnp.abs(state.upper)) | state.done
+
+
 class _BracketState(eqx.Module):
     lower: Scalar  # the end where the (sign-normalised) function is >= 0
     upper: Scalar  # the end where it is < 0
@@ -51,19 +74,8 @@ class AndersonBjorck(optx.AbstractRootFinder):
     norm: ClassVar[Callable] = jnp.abs
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
-        lower = jnp.asarray(options["lower"], f_struct.dtype)
-        upper = jnp.asarray(options["upper"], f_struct.dtype)
-        f_lo, _ = fn(lower, args)
-        f_up, _ = fn(upper, args)
-        sign = jnp.where(f_lo >= 0, 1.0, -1.0).astype(f_struct.dtype)
-        f_lo, f_up = sign * f_lo, sign * f_up
+        lower, upper, f_lo, f_up, sign, done, widths = _ends(fn, args, options, f_struct)
         zero = jnp.zeros((), f_struct.dtype)
-        # fn(lower) = 0: the root is `lower`; no sign change: nothing to refine, keep `upper`
-        at_lower = f_lo == 0
-        upper = jnp.where(at_lower, lower, upper)
-        lower = jnp.where(f_up >= 0, upper, lower)
-        widths = jnp.full(3, jnp.inf, f_struct.dtype)
-        done = at_lower | (f_up >= 0)
         return _BracketState(lower, upper, f_lo, f_up, sign, zero, done, widths)
 
     @staticmethod
@@ -105,9 +117,7 @@ class AndersonBjorck(optx.AbstractRootFinder):
         return lower + 0.5 * (upper - lower), new, aux
 
     def terminate(self, fn, y, args, options, state, tags):
-        width = jnp.abs(state.upper - state.lower)
-        small = width < self.atol + self.rtol * jnp.abs(state.upper)
-        return small | state.done, optx.RESULTS.successful
+        return _narrow(self, state), optx.RESULTS.successful
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return state.lower + 0.5 * (state.upper - state.lower), aux, {}
@@ -150,17 +160,7 @@ class BeyondSecant(optx.AbstractRootFinder):
     norm: ClassVar[Callable] = jnp.abs
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
-        lower = jnp.asarray(options["lower"], f_struct.dtype)
-        upper = jnp.asarray(options["upper"], f_struct.dtype)
-        f_lo, _ = fn(lower, args)
-        f_up, _ = fn(upper, args)
-        sign = jnp.where(f_lo >= 0, 1.0, -1.0).astype(f_struct.dtype)
-        f_lo, f_up = sign * f_lo, sign * f_up
-        at_lower = f_lo == 0
-        upper = jnp.where(at_lower, lower, upper)
-        lower = jnp.where(f_up >= 0, upper, lower)
-        widths = jnp.full(3, jnp.inf, f_struct.dtype)
-        done = at_lower | (f_up >= 0)
+        lower, upper, _, f_up, sign, done, widths = _ends(fn, args, options, f_struct)
         false = jnp.asarray(False)
         return _SecantState(lower, upper, sign, upper, f_up, upper, f_up, false, done, widths)
 
@@ -205,9 +205,7 @@ class BeyondSecant(optx.AbstractRootFinder):
         return lower + 0.5 * (upper - lower), new, aux
 
     def terminate(self, fn, y, args, options, state, tags):
-        width = jnp.abs(state.upper - state.lower)
-        small = width < self.atol + self.rtol * jnp.abs(state.upper)
-        return small | state.done, optx.RESULTS.successful
+        return _narrow(self, state), optx.RESULTS.successful
 
     def postprocess(self, fn, y, aux, args, options, state, tags, result):
         return state.lower + 0.5 * (state.upper - state.lower), aux, {}
