@@ -1,13 +1,31 @@
 """Data sets that ship with a package or are generated here (no download)."""
 
+import importlib.util
+import os
+
 import numpy as np
+
+
+def bundled_digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled 8×8 digits, `(X (1797, 64) float64, y (1797,) int)`: the
+    values of `sklearn.datasets.load_digits(return_X_y=True)`, read from the package's own
+    `datasets/data/digits.csv.gz` as it does, without importing scikit-learn (about 1.2 s of
+    CPU before a run's first result). Falls back to `load_digits` where that file is not."""
+    spec = importlib.util.find_spec("sklearn")
+    roots = (spec and spec.submodule_search_locations) or []
+    for root in roots:
+        path = os.path.join(root, "datasets", "data", "digits.csv.gz")
+        if os.path.exists(path):
+            data = np.loadtxt(path, delimiter=",")
+            return data[:, :-1], data[:, -1].astype(int)
+    from sklearn.datasets import load_digits
+
+    return load_digits(return_X_y=True)
 
 
 def digits_available(classes) -> int:
     """How many of scikit-learn's bundled digits belong to the two `classes`."""
-    from sklearn.datasets import load_digits
-
-    y = load_digits().target
+    y = bundled_digits()[1]
     return int(np.isin(y, [int(c) for c in classes]).sum())
 
 
@@ -20,12 +38,10 @@ def digits_pair(classes=(3, 8), n_train=100, n_test=100, seed=0):
 
     Raises `ValueError` naming `classes`, `n_train` or `n_test` when they cannot be met.
     """
-    from sklearn.datasets import load_digits
-
     a, b = (int(c) for c in classes)
     if a == b or not (0 <= a <= 9 and 0 <= b <= 9):
         raise ValueError(f"classes must be two different digits in 0..9, got {classes}")
-    X, y = load_digits(return_X_y=True)
+    X, y = bundled_digits()
     keep = (y == a) | (y == b)
     X, y = X[keep].astype(np.float64), np.where(y[keep] == a, -1.0, 1.0)
     if n_train < 2 or n_test < 0 or n_train + n_test > len(y):

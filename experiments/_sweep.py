@@ -238,7 +238,8 @@ class Sweep:
         - `groups`: a label per task (default: none). Tasks of one group share compiled
           programs: on a cluster, a worker that finishes a task is given the next pending
           task of the same group (a worker traces and loads each program once), else the next
-          in `order`.
+          in `order` that is not the last pending task of a group another worker is running
+          (that worker takes it next; the free one waits).
 
         **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
 
@@ -373,10 +374,24 @@ class Sweep:
                 queue.remove(j)
                 submit(j, 1, worker)
 
+        def takeable(j):
+            """Whether a free worker may start task j: not the last pending task of a group
+            that a worker is running, which that worker takes next without tracing the
+            group's programs again (lazy, 7 α: α = 10⁶ took 13.2 s of CPU on the other
+            form's worker against 4.0 s on its own)."""
+            g = groups[j]
+            if g is None or not any(groups[i] == g for i, _ in running.values()):
+                return True
+            return sum(groups[k] == g for k in queue) >= 2
+
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)
-            while queue and free > 0:
-                submit(queue.popleft(), 1)
+            while free > 0:
+                j = next((j for j in queue if takeable(j)), None)
+                if j is None:  # left to the workers of their groups (`follow`)
+                    break
+                queue.remove(j)
+                submit(j, 1)
                 free -= 1
 
         client.subscribe_topic(TOPIC, watch.on_event)

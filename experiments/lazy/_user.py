@@ -13,8 +13,8 @@ from ._cli import DEFAULTS, settings, with_solve
 
 # The settings a user may give (the rest describe the CLI's own data and nets).
 OPTIONS = (
-    "alphas", "t1", "loss_decades", "n_times", "solver", "rtol", "atol", "max_steps", "nodes",
-    "rate_window", "lip_radius", "seed",
+    "alphas", "n_alpha", "t1", "loss_decades", "n_times", "solver", "rtol", "atol", "max_steps",
+    "nodes", "rate_window", "lip_radius", "seed",
 )  # fmt: skip
 
 
@@ -64,7 +64,8 @@ def run(
     - `model`: an equinox Module on one input `(d,)`, returning `()` or `(k,)`, with float64
       parameters (`jax.config.update("jax_enable_x64", True)` first).
     - `data`: `(X, Y)`, X `(n, d)`, Y `(n,)` or `(n, k)`.
-    - `alphas`: the scales α > 0 (default 10⁰ … 10⁶ in half-decades).
+    - `alphas`: the scales α > 0 (default 10⁰ … 10⁶, one per decade; `n_alpha=13` gives the
+      half-decades).
     - `heldout`: held-out inputs `(n', d)` or `(X', Y')` for Proposition A.1's gap.
     - `out`: the run folder (default `runs/lazy-<timestamp>`); `resume=True` continues the run
       in `out` (finished α are kept, the α in progress goes on from its checkpoint).
@@ -74,7 +75,8 @@ def run(
     - `workers`, `scheduler`: where the α run (0: in this process; N: a local Dask cluster;
       a scheduler address), as `--workers`/`--scheduler`. The model is sent to the workers.
     - `progress`: progress bars (False: a one-line heartbeat on stderr about every 10 s).
-    - `**options`: any of `t1`, `loss_decades` (6), `n_times` (100), `solver` ("exprk4" for
+    - `**options`: any of `n_alpha` (7 log-spaced α over 10⁰ … 10⁶, not with `alphas`), `t1`,
+      `loss_decades` (6), `n_times` (100), `solver` ("exprk4" for
       a smooth model, else "tsit5"), `rtol`, `atol`, `max_steps`, `nodes`, `rate_window`,
       `lip_radius`, `seed`, as the CLI options of the same names (`gradflows run lazy --help`).
 

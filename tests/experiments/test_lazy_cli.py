@@ -159,6 +159,8 @@ def test_a_failed_alpha_is_recorded_with_its_reason_and_exit_code_1(tmp_path):
         (["--alphas", "0"], "--alphas"),
         (["--alphas", ","], "--alphas"),
         (["--alphas", "1", "-3"], "--alphas"),
+        (["--n-alpha", "0"], "--n-alpha must lie in [1, 1000], got 0"),
+        (["--alphas", "1,10", "--n-alpha", "5"], "--n-alpha 5 and --alphas both choose the α"),
         (["--width", "0"], "--width"),
         (["--classes", "3"], "--classes"),
         (["--width", "100000", "--depth", "2"], "--width 100000 --depth 2"),  # 2e10 parameters
@@ -197,6 +199,21 @@ def test_loss_decades_past_float64s_range_are_refused_at_once(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == "gradflows run lazy: error: --loss-decades must be at most 647 (a fall of " \
         "10^D past it is below the smallest float64), got 1000"  # fmt: skip
+
+
+def test_the_default_alphas_are_decades_and_n_alpha_13_the_half_decades_bit_for_bit():
+    import argparse
+
+    from experiments.lazy._cli import add_arguments, settings
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    s = settings(parser.parse_args([]))
+    assert s["alphas"] == [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6] and s["n_alpha"] == 7
+    old = settings(parser.parse_args(["--n-alpha", "13"]))  # the default before 2026-12-03
+    assert old["alphas"] == [float(10 ** (k / 2)) for k in range(13)]
+    given = settings(parser.parse_args(["--alphas", "3,30"]))
+    assert given["alphas"] == [3.0, 30.0] and given["n_alpha"] is None  # recorded as given
 
 
 def test_an_empty_alpha_list_is_a_usage_error(capsys):

@@ -154,6 +154,15 @@ def test_a_worker_keeps_to_the_group_of_its_first_task(cluster, tmp_path, shared
     assert len(pids[0]) == len(pids[1]) == 1 and pids[0] != pids[1]
 
 
+def test_the_last_task_of_a_running_group_waits_for_its_worker(cluster, tmp_path, shared):
+    # "a" ends first; the one pending task of "b" is left to the worker running "b" (which
+    # traced b's programs) instead of the free worker of "a".
+    tasks = [dict(TASKS[0], sleep=0.1), dict(TASKS[1], sleep=1.0), dict(TASKS[2], sleep=0.1)]
+    results = cluster.run(cheap, tasks, str(tmp_path), shared=shared, groups=["a", "b", "b"])
+    assert not any(r.failed for r in results)
+    assert results[1].stats["pid"] == results[2].stats["pid"] != results[0].stats["pid"]
+
+
 @pytest.mark.slow
 def test_the_class_of_a_task_error_comes_back_from_a_worker(cluster, tmp_path, shared):
     tasks = [{"seed": 0, "scale": 2.0, "usage": True}, {"seed": 1, "scale": 1.0, "raise": True}]
