@@ -1,8 +1,8 @@
 """The sweep layer's speed-up: `gradflows run lazy` with `--workers N` against `--workers 0`.
 
 `python benchmarks/sweep.py [--workers 2] [-- extra lazy options]` runs the default lazy job
-(13 α, width 256, 100 digits) twice in fresh processes, in-process and on a LocalCluster, and
-prints and writes to `benchmarks/sweep_results.json`:
+(7 α since 2026-12-03, 13 before; width 256, 100 digits) twice in fresh processes, in-process
+and on a LocalCluster, and prints and writes to `benchmarks/sweep_results.json`:
 - wall time and total CPU time (user + system of the command and every process it started);
 - how loaded the machine was: load averages, and the CPU time other processes took while each
   run lasted (from /proc/stat), as a fraction of the machine's cores;
