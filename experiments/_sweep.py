@@ -36,6 +36,12 @@ from ._sweep_progress import TOPIC, Watch
 
 WORKERS_PER_CORE = 4  # more local worker processes than this only compete for the cores
 CONNECT_TIMEOUT_S = 8  # an unreachable --scheduler fails within this (the CLI promises 10 s)
+# A free worker starts a task of a group that another worker is running only while the group
+# has at least this many pending tasks; fewer are left to that worker. Tracing a group's
+# programs again costs about two of its tasks (lazy, 7 α: α = 10⁶ took 13.2 s of CPU on the
+# other form's worker against 3.9 s on its own; α = 10⁵ 14.5 s against 4.6 s), so taking one
+# of 2 pending tasks ends later than leaving both.
+SHARE_GROUP_PENDING = 3
 
 
 def worker_cache(stack: contextlib.ExitStack) -> str:
@@ -238,8 +244,8 @@ class Sweep:
         - `groups`: a label per task (default: none). Tasks of one group share compiled
           programs: on a cluster, a worker that finishes a task is given the next pending
           task of the same group (a worker traces and loads each program once), else the next
-          in `order` that is not the last pending task of a group another worker is running
-          (that worker takes it next; the free one waits).
+          in `order`, but not from a group another worker is running that has fewer than
+          `SHARE_GROUP_PENDING` (3) pending tasks (that worker takes them; the free one waits).
 
         **Returns:** a list of `TaskResult`, one per task, in the order of `tasks`.
 
@@ -375,14 +381,13 @@ class Sweep:
                 submit(j, 1, worker)
 
         def takeable(j):
-            """Whether a free worker may start task j: not the last pending task of a group
-            that a worker is running, which that worker takes next without tracing the
-            group's programs again (lazy, 7 α: α = 10⁶ took 13.2 s of CPU on the other
-            form's worker against 4.0 s on its own)."""
+            """Whether a free worker may start task j: its group has no running task, or at
+            least `SHARE_GROUP_PENDING` pending ones (else the group's worker takes them
+            next, without tracing the group's programs again)."""
             g = groups[j]
             if g is None or not any(groups[i] == g for i, _ in running.values()):
                 return True
-            return sum(groups[k] == g for k in queue) >= 2
+            return sum(groups[k] == g for k in queue) >= SHARE_GROUP_PENDING
 
         def fill():  # one task per worker thread: a dying worker takes only its own task
             free = max(1, sum(client.nthreads().values())) - len(running)

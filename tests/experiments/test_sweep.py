@@ -154,13 +154,16 @@ def test_a_worker_keeps_to_the_group_of_its_first_task(cluster, tmp_path, shared
     assert len(pids[0]) == len(pids[1]) == 1 and pids[0] != pids[1]
 
 
-def test_the_last_task_of_a_running_group_waits_for_its_worker(cluster, tmp_path, shared):
-    # "a" ends first; the one pending task of "b" is left to the worker running "b" (which
-    # traced b's programs) instead of the free worker of "a".
-    tasks = [dict(TASKS[0], sleep=0.1), dict(TASKS[1], sleep=1.0), dict(TASKS[2], sleep=0.1)]
-    results = cluster.run(cheap, tasks, str(tmp_path), shared=shared, groups=["a", "b", "b"])
+def test_the_last_tasks_of_a_running_group_wait_for_its_worker(cluster, tmp_path, shared):
+    # "a" ends first; the two pending tasks of "b" (fewer than SHARE_GROUP_PENDING) are left to
+    # the worker running "b" (which traced b's programs) instead of the free worker of "a".
+    sleeps = (0.1, 3.0, 0.1, 0.1)
+    tasks = [dict(TASKS[i], sleep=t) for i, t in enumerate(sleeps)]
+    groups = ["a", "b", "b", "b"]
+    results = cluster.run(cheap, tasks, str(tmp_path), shared=shared, groups=groups)
     assert not any(r.failed for r in results)
-    assert results[1].stats["pid"] == results[2].stats["pid"] != results[0].stats["pid"]
+    assert len({r.stats["pid"] for r in results[1:]}) == 1
+    assert results[1].stats["pid"] != results[0].stats["pid"]
 
 
 @pytest.mark.slow
