@@ -17,7 +17,8 @@ def bundled_digits() -> tuple[np.ndarray, np.ndarray]:
         path = os.path.join(root, "datasets", "data", "digits.csv.gz")
         if os.path.exists(path):
             data = np.loadtxt(path, delimiter=",")
-            return data[:, :-1], data[:, -1].astype(int)
+            if data.shape == (1797, 65):  # else a changed file: scikit-learn's own loader
+                return data[:, :-1], data[:, -1].astype(int)
     from sklearn.datasets import load_digits
 
     return load_digits(return_X_y=True)

@@ -220,3 +220,18 @@ def test_an_out_that_cannot_be_made_is_refused_before_any_work(name, tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith(f"gradflows run {name}: error: --out {out!r}: cannot create a folder")
     assert err.count("\n") == 1
+
+
+def test_resume_names_an_option_the_old_run_did_not_record():
+    """A run folder written before an option existed has no value for it: resuming with that
+    option given is refused with a message that says so (not "differs from the run's None")."""
+    from experiments._options import UsageError
+    from experiments._run_folder import resumed_settings
+
+    defaults = {"seed": 0, "n_alpha": None}
+    args = argparse.Namespace(seed=0, n_alpha=13)
+    with pytest.raises(UsageError, match="--n-alpha 13 was not recorded by the run"):
+        resumed_settings({"seed": 0}, "old", args, {"seed": 0, "n_alpha": 13}, defaults)
+    args = argparse.Namespace(seed=1, n_alpha=None)
+    with pytest.raises(UsageError, match="--seed 1 differs from the run's 0"):
+        resumed_settings({"seed": 0}, "old", args, {"seed": 1, "n_alpha": None}, defaults)
