@@ -3,7 +3,8 @@
 - the first call of `flows.gradient_flow` (every default, "auto") in a fresh process with the
   persistent compilation cache off, against one jitted bare `diffrax.diffeqsolve` (Tsit5) of
   the same field, also cold (`_latency_probe.py`; processes interleaved, best of
-  `cfg.repeats`); goal ≤ 1.5×;
+  `cfg.repeats`); goal ≤ 1.5×; the same ratio in CPU time (`details.cpu_ratio`, all
+  threads), which a loaded machine changes less;
 - a second process with the persistent cache warm (a fresh cache folder filled by a first
   process): its first call over the first process's; goal ≤ 0.5× (it "starts warm");
 - the programs a second `gradient_flow` call compiles again with another `ts` length, `t1`
@@ -94,7 +95,10 @@ def case_latency(cfg, params):
         cache = {"JAX_COMPILATION_CACHE_DIR": folder}
         filling, warm = _probe("gradflows", **cache), _probe("gradflows", **cache)
     new = _new_programs()
-    details = {"runs": runs, "filling": filling, "warm_cache": warm, **new, "load": load()}
+    cpu = {what: min(r["cold_cpu"] for r in rs) for what, rs in runs.items()}
+    details = {"runs": runs, "filling": filling, "warm_cache": warm, **new, "load": load(),
+               "cpu_ratio": cpu["gradflows"] / cpu["diffrax"],
+               "warm_process_cpu_ratio": warm["cold_cpu"] / filling["cold_cpu"]}  # fmt: skip
     ratio = best["gradflows"] / best["diffrax"]
     p = runs["gradflows"][0]["p"]
     return [

@@ -1,6 +1,6 @@
 """One cold measurement in a fresh process, for case 12 (`_case_latency.py`):
 `python -m benchmarks._latency_probe diffrax|gradflows` prints one JSON line with the first
-call's wall time (compilation included) and the second's.
+call's wall and CPU time (compilation included) and the second's.
 
 The problem is issue 21's: a user's own `eqx.nn.MLP` 8 → 54 → 54 → 1 (tanh, p = 3,511) on
 50 Gaussian points, squared loss, to t = 100 with every default of `flows.gradient_flow`;
@@ -63,10 +63,13 @@ def run(what: str) -> int:
 
 if __name__ == "__main__":
     what = sys.argv[1]
-    start = time.perf_counter()
+    # CPU time (all threads, XLA's compiler threads included) beside the wall time: on a
+    # loaded machine the wall time measures the load as much as the call
+    start, cpu = time.perf_counter(), time.process_time()
     steps = run(what)
-    cold = time.perf_counter() - start
-    start = time.perf_counter()
+    cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu
+    start, cpu = time.perf_counter(), time.process_time()
     run(what)
-    warm = time.perf_counter() - start
-    print(json.dumps({"what": what, "cold": cold, "warm": warm, "steps": steps, "p": SPEC.size}))
+    warm, warm_cpu = time.perf_counter() - start, time.process_time() - cpu
+    out = {"what": what, "cold": cold, "warm": warm, "steps": steps, "p": SPEC.size}
+    print(json.dumps({**out, "cold_cpu": cold_cpu, "warm_cpu": warm_cpu}))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 _COUNTS: dict[int, list[int]] = {}  # id -> [evaluations, Jacobian-vector products]
 _IDS = itertools.count()
@@ -63,7 +64,7 @@ class Counter:
         self.id = next(_IDS)
         _COUNTS[self.id] = [0, 0]
         # made once: a new device scalar per wrap costs (docs/performance.md), per segment
-        self._cid = jnp.asarray(self.id, jnp.int32)
+        self._cid = jax.device_put(np.int32(self.id))  # jnp.asarray would compile a cast
 
     def wrap(self, field: Callable, count: bool, solver_counts_jvps: bool = False):
         """`field` as a `CountedField` ticking this counter (see there)."""

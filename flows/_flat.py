@@ -33,7 +33,12 @@ class FlatSpec:
         return sum(math.prod(s) for s in self.shapes)
 
     def ravel(self, tree):
-        return jnp.concatenate([jnp.ravel(x) for x in jax.tree.leaves(tree)])
+        leaves = jax.tree.leaves(tree)
+        if any(isinstance(x, jax.core.Tracer) for x in leaves):
+            return jnp.concatenate([jnp.ravel(x) for x in leaves])
+        # Concrete leaves are joined on the host: eager jax would compile a program per leaf
+        # shape (and `jnp.asarray` of the result one more), on a cold start.
+        return jax.device_put(np.concatenate([np.ravel(np.asarray(x)) for x in leaves]))
 
     def unravel(self, flat):
         leaves, start = [], 0

@@ -272,7 +272,7 @@ def integrate(
                         y,
                         jnp.asarray(t_start),
                         jnp.asarray(t_stop),
-                        jnp.asarray(chunk_ts),
+                        jax.device_put(chunk_ts),  # jnp.asarray would compile a copy
                         state,
                         solver_object,
                         *tolerances,

@@ -67,7 +67,7 @@ def _krylov_of_jacobian(field, t, y, previous, key, iters: int, symmetric: bool)
     start = previous + 0.1 * fresh / jnp.linalg.norm(fresh)
     _, jvp = jax.linearize(lambda x: ravel_pytree(field(t, unravel(x), None))[0], flat)
     basis = krylov_phi(
-        lambda v: -jvp(v), start, 1.0, 1, tol=-1.0, m_max=iters, symmetric=symmetric,
+        lambda v: -jvp(v), start, 1.0, 1, tol=None, m_max=iters, symmetric=symmetric,
         check_every=iters,
     )  # fmt: skip
     if not symmetric:
@@ -92,7 +92,8 @@ def lambda_max(field, t, y, previous, key, iters: int, symmetric: bool = True):
     its stability region; on the negative real axis, below its boundary), the Ritz vector
     the real part of that value's. Lanczos would assume the symmetry that is not there."""
     if previous is None:
-        previous = jnp.zeros(sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y)))
+        # numpy: an eager jnp.zeros would compile two small programs on a cold start
+        previous = np.zeros(sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y)))
     if symmetric:
         return _krylov_of_jacobian(field, t, y, previous, key, iters, True)
     H, V, size = _krylov_of_jacobian(field, t, y, previous, key, iters, False)
