@@ -185,12 +185,15 @@ class StiffnessMonitor:
         b = STABILITY_BOUNDARY[self.explicit]
         stiff_now = phase == self.stiff
         self.steps = min(self.longest, 2 * self.steps)  # each test doubles the next segment
-        if not stiff_now and self._skip(float(h) * (self.last or 0.0), b):
+        ratio = self.cost_ratio()
+        # No switch can pay where Tsit5 ends the solve in fewer steps than 4·c_s/c_e (a trial
+        # step and exprb32's first steps): the test is skipped there too.
+        near_end = (self.horizon - float(t)) / float(h) < 4 * ratio
+        if not stiff_now and (near_end or self._skip(float(h) * (self.last or 0.0), b)):
             self.streak, self.skipped = 0, self.skipped + 1
             return phase
         hl = float(h) * self.lam(field, t, y)
         self.history.append((float(t), phase, hl))
-        ratio = self.cost_ratio()
         if stiff_now:
             # c_e·max(1, h·λ̂/b) against c_s/2: the explicit steps cost less, a negative test.
             threshold = max(self.back, ratio / 2) * b
@@ -202,9 +205,6 @@ class StiffnessMonitor:
         if self.streak < (self.to_explicit if stiff_now else self.to_stiff):
             return phase
         self.dt0 = None
-        if not stiff_now and (self.horizon - float(t)) / float(h) < 4 * ratio:
-            self.streak = 0  # Tsit5 ends the solve in fewer steps than a trial and a switch cost
-            return phase
         if not stiff_now and probe is not None:
             self.dt0 = self._trial(probe, float(t), float(h), ratio)
             if self.dt0 is None:
