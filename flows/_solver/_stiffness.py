@@ -6,9 +6,12 @@ with the options of `flows.Auto`; here it is implemented. Its parts, by name:
 doubling up to `longest`, `flows.Auto.stiff_steps`) and compares h·λ̂ with the stability
 boundary b (`STABILITY_BOUNDARY`), λ̂ from warm-started Lanczos (Arnoldi for a field whose
 Jacobian is not symmetric): positive at h·λ̂ ≥ `margin`·b in the explicit phase (`to_stiff`
-in a row, `flows.Auto.stiff_tests`, ask for a trial step of the stiff solver); negative in
-the stiff phase when h·λ̂ < b·max(`back`, c_s/(2·c_e)), c_s/c_e the measured cost ratio
-(`cost_ratio`; `to_explicit` in a row, `flows.Auto.explicit_tests`, switch back).
+in a row, `flows.Auto.stiff_tests`, ask for a trial step of the stiff solver, `_trial`: it
+switches when that step, or the shorter one its error estimate would accept, pays); negative
+in the stiff phase when h·λ̂ < b·max(`back`, c_s/(2·c_e)), c_s/c_e the measured cost ratio
+(`cost_ratio`; `to_explicit` in a row, `flows.Auto.explicit_tests`, switch back). An
+explicit-phase test whose h·λ̂, predicted from the last λ̂, is below `margin`·b/`far`, or
+where the explicit solver ends the solve in fewer than 4·c_s/c_e steps, is skipped (`_skip`).
 
 Reference: Hairer & Wanner, Solving Ordinary Differential Equations II, §IV.2 (the stiffness
 test of DOPRI5: h·λ̂ against the stability boundary, repeated along the path); Petzold 1983,
@@ -109,7 +112,8 @@ def lambda_max(field, t, y, previous, key, iters: int, symmetric: bool = True):
 class StiffnessMonitor:
     """Host-side state of the decisions of one solve. `decide` returns the solver for the
     next segment, appending `{"t", "to", "h_lambda", "cost_ratio"}` to `switches` when it
-    changes; `steps` is the length (solver steps) of the next segment; `record` adds a
+    changes; `steps` is the length (solver steps) of the next segment, `dt0` the stiff
+    solver's first step after a switch to it (None: the solver's own choice); `record` adds a
     segment's measured time and work."""
 
     explicit: str = AUTO_EXPLICIT
