@@ -85,14 +85,20 @@ def symmetric_jacobian(field) -> bool:
     return bool(getattr(field, "symmetric_jacobian", True))
 
 
-def _prober(field, settings, rtol, atol, symmetric):
-    """(t, y) ↦ (h ↦ the error ratio of one trial step of the stiff solver of "auto" from
-    (t, y)); built once per solve, called only when a test asks for a trial. `rtol`, `atol`:
-    the solve's tolerances as device scalars."""
+def _prober(field, counter, settings, rtol, atol, symmetric):
+    """(t, y) ↦ (h ↦ (the error ratio, gradients, Hessian-vector products) of one trial step
+    of the stiff solver of "auto" from (t, y)); built once per solve, called only when a test
+    asks for a trial. `field` ticks `counter`; `rtol`, `atol`: the solve's tolerances as device
+    scalars."""
     solver = make_solver(AUTO_STIFF, settings.rtol, settings.atol, symmetric=symmetric)
 
     def at(t, y):
-        return lambda h: probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol)
+        def trial(h):
+            before = counter.evals, counter.jvps
+            error = float(probe_error(solver, field, jnp.asarray(t), y, jnp.asarray(h), rtol, atol))
+            return error, counter.evals - before[0], counter.jvps - before[1]
+
+        return trial
 
     return at
 
@@ -195,12 +201,14 @@ def integrate(
             to_stiff=auto.stiff_tests,
             to_explicit=auto.explicit_tests,
             longest=auto.stiff_steps,
+            horizon=float(ts[-1]),
         )
         phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
         # λ̂ at y0 (for the record; it warm-starts the next test) runs on a second thread, so
         # that compiling the Lanczos test overlaps compiling the first segment's solve.
         first_test = _SECOND_THREAD.submit(monitor.lam, field, 0.0, y0)
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
+    dt0 = None  # the first step of a segment that starts the solver afresh (None: diffrax's)
     have = 0  # save times already saved (a checkpoint written within a chunk holds some)
     stamp = None if checkpoint is None else _checkpoint.fingerprint(field, y0, ts, save, settings)
     if checkpoint is not None:
@@ -225,7 +233,7 @@ def integrate(
             prober = None
             if monitor is not None:  # trial steps of exprb32, which counts its own products
                 counted_field = counter.wrap(field, True, solver_counts_jvps=True)
-                prober = _prober(counted_field, settings, *tolerances[:2], symmetric)
+                prober = _prober(counted_field, counter, settings, *tolerances[:2], symmetric)
             for c in range(done, n_chunks):
                 pending = groups[c]
                 t_end = float(ts[pending[-1]])
@@ -277,6 +285,7 @@ def integrate(
                         solver_object,
                         *tolerances,
                         min(call_steps, budget),
+                        dt0=None if state is not None or dt0 is None else jnp.asarray(dt0),
                     )
                     saved, save_ts, t_reached, y_reached, new_state, st, ok, _, hit, collapsed = out
                     steps = int(st["num_steps"])  # waits for the segment to finish
@@ -341,14 +350,15 @@ def integrate(
                     if tested:
                         first_test = _join_first_test(first_test, stats, monitor, horizon)
                         since_test = 0
-                        before = counter.evals, counter.jvps
+                        before = counter.evals, counter.jvps, monitor.tests
                         probe = prober(t_now, y)
                         new_phase = monitor.decide(phase, field, t_now, y, h_last, probe=probe)
                         stats.grad_evals += counter.evals - before[0]  # trial stiff steps
                         stats.jvp_evals += counter.jvps - before[1]
-                        stats.jvp_evals += monitor.iters
+                        stats.jvp_evals += monitor.iters * (monitor.tests - before[2])
                         if new_phase != phase:
-                            phase, state = new_phase, None
+                            # exprb32 starts with the step its trial step said it takes
+                            phase, state, dt0 = new_phase, None, monitor.dt0
                             if new_phase == AUTO_STIFF and stats.switched_to_stiff_at is None:
                                 stats.switched_to_stiff_at = t_now
                     if len(pending) and pacer.due(by_wall):  # its end writes one below

@@ -28,11 +28,12 @@ class SolveStats:
       the Hessian's λ_max by Lanczos); empty for a fixed solver.
     - `probes`: the trial steps of the stiff solver `solver="auto"` took before switching,
       as `{"t", "h": trial step, "error": its error ratio (≤ 1: it would be accepted)}`;
-      a switch follows only an accepted one. Their evaluations are counted above.
+      a switch follows one that is accepted or whose accepted length still pays (the rule:
+      docs/solvers.md). Their evaluations are counted above.
     - `stiffness_tests`: the stiffness tests `solver="auto"` made (8 Hessian-vector products
-      each, counted in `jvp_evals`); 0 for a fixed solver.
-    - `stiffness`: λ̂·t1 at the start, recorded by `solver="auto"` (it decides nothing), or
-      None.
+      each, counted in `jvp_evals`; skipped tests are not counted); 0 for a fixed solver.
+    - `stiffness`: λ̂·t1 at the start, recorded by `solver="auto"` (λ̂ there only predicts
+      whether the first test is needed), or None.
     - `result`: "successful".
     - `newton_residual`: the largest relative residual of the stage equations over the
       accepted steps of a Gauss–Legendre solver (None for other solvers).

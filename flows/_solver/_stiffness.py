@@ -6,9 +6,12 @@ with the options of `flows.Auto`; here it is implemented. Its parts, by name:
 doubling up to `longest`, `flows.Auto.stiff_steps`) and compares h·λ̂ with the stability
 boundary b (`STABILITY_BOUNDARY`), λ̂ from warm-started Lanczos (Arnoldi for a field whose
 Jacobian is not symmetric): positive at h·λ̂ ≥ `margin`·b in the explicit phase (`to_stiff`
-in a row, `flows.Auto.stiff_tests`, ask for a trial step of the stiff solver); negative in
-the stiff phase when h·λ̂ < b·max(`back`, c_s/(2·c_e)), c_s/c_e the measured cost ratio
-(`cost_ratio`; `to_explicit` in a row, `flows.Auto.explicit_tests`, switch back).
+in a row, `flows.Auto.stiff_tests`, ask for a trial step of the stiff solver, `_trial`: it
+switches when that step, or the shorter one its error estimate would accept, pays); negative
+in the stiff phase when h·λ̂ < b·max(`back`, c_s/(2·c_e)), c_s/c_e the measured cost ratio
+(`cost_ratio`; `to_explicit` in a row, `flows.Auto.explicit_tests`, switch back). An
+explicit-phase test whose h·λ̂, predicted from the last λ̂, is below `margin`·b/`far`, or
+where the explicit solver ends the solve in fewer than 4·c_s/c_e steps, is skipped (`_skip`).
 
 Reference: Hairer & Wanner, Solving Ordinary Differential Equations II, §IV.2 (the stiffness
 test of DOPRI5: h·λ̂ against the stability boundary, repeated along the path); Petzold 1983,
@@ -110,7 +113,8 @@ def lambda_max(field, t, y, previous, key, iters: int, symmetric: bool = True):
 class StiffnessMonitor:
     """Host-side state of the decisions of one solve. `decide` returns the solver for the
     next segment, appending `{"t", "to", "h_lambda", "cost_ratio"}` to `switches` when it
-    changes; `steps` is the length (solver steps) of the next segment; `record` adds a
+    changes; `steps` is the length (solver steps) of the next segment, `dt0` the stiff
+    solver's first step after a switch to it (None: the solver's own choice); `record` adds a
     segment's measured time and work."""
 
     explicit: str = AUTO_EXPLICIT
@@ -129,8 +133,17 @@ class StiffnessMonitor:
     tests: int = 0
     stiff_work: float = 0.0  # gradients + hvp_cost·HVPs in the stiff segments so far
     stiff_taken: int = 0  # stiff steps so far
+    trial_work: float = 0.0  # gradients + hvp_cost·HVPs of the trial stiff steps so far
+    trials: int = 0  # trial stiff steps whose work was counted
     seconds: dict = dataclasses.field(default_factory=dict)  # solver: [s per step], segments
     start: np.ndarray | None = None
+    far: float = 4.0  # an explicit-phase test predicted below margin·b/far is skipped
+    horizon: float = np.inf  # the end of the solve: no trial where the rest cannot repay it
+    last: float | None = None  # λ̂ of the last test made
+    skipped: int = 0  # tests skipped so far (predicted negative, no Lanczos)
+    just_skipped: bool = False
+    dt0: float | None = None  # the stiff solver's first step after a switch to it
+    paid: float | None = None  # the last failed trial's accepted step over c_s/c_e·h
     switches: list = dataclasses.field(default_factory=list)
     probes: list = dataclasses.field(default_factory=list)  # trial stiff steps {t, h, error}
     history: list = dataclasses.field(default_factory=list)  # (t, phase, h·λ̂) of every test
@@ -145,7 +158,8 @@ class StiffnessMonitor:
             field, jnp.asarray(t), y, self.start, key, self.iters, self.symmetric
         )
         self.tests += 1
-        return float(lam)
+        self.last = float(lam)
+        return self.last
 
     def record(self, phase: str, seconds: float, steps: int, grads: int, hvps: int) -> None:
         """Add a segment of `steps` steps of `phase` that took `seconds` (`grads` gradients
@@ -166,14 +180,25 @@ class StiffnessMonitor:
             return float(np.median(timed[self.stiff]) / np.median(timed[self.explicit]))
         if self.stiff_taken:
             return self.stiff_work / self.stiff_taken / EVALS_PER_STEP[self.explicit]
+        if self.trials:
+            return self.trial_work / self.trials / EVALS_PER_STEP[self.explicit]
         return PRIOR_COST_RATIO
 
     def decide(self, phase: str, field, t: float, y, h: float, probe=None) -> str:
-        hl = float(h) * self.lam(field, t, y)
-        self.history.append((float(t), phase, hl))
+        """The solver of the next segment, after a test at (t, y) with the step `h` last
+        proposed; `probe(h)` is the error ratio of a trial stiff step of length h from there."""
         b = STABILITY_BOUNDARY[self.explicit]
         stiff_now = phase == self.stiff
+        self.steps = min(self.longest, 2 * self.steps)  # each test doubles the next segment
         ratio = self.cost_ratio()
+        # No switch can pay where Tsit5 ends the solve in fewer steps than 4·c_s/c_e (a trial
+        # step and exprb32's first steps): the test is skipped there too.
+        near_end = (self.horizon - float(t)) / float(h) < 4 * ratio
+        if not stiff_now and (near_end or self._skip(float(h) * (self.last or 0.0), b)):
+            self.streak, self.skipped = 0, self.skipped + 1
+            return phase
+        hl = float(h) * self.lam(field, t, y)
+        self.history.append((float(t), phase, hl))
         if stiff_now:
             # c_e·max(1, h·λ̂/b) against c_s/2: the explicit steps cost less, a negative test.
             threshold = max(self.back, ratio / 2) * b
@@ -182,21 +207,54 @@ class StiffnessMonitor:
             positive = hl >= self.margin * b
         # A test that argues for the other solver extends the streak; any other resets it.
         self.streak = self.streak + 1 if positive != stiff_now else 0
-        # Each test that keeps the solver doubles the next segment, up to `longest` steps.
-        self.steps = min(self.longest, 2 * self.steps)
         if self.streak < (self.to_explicit if stiff_now else self.to_stiff):
             return phase
+        self.dt0 = None
         if not stiff_now and probe is not None:
-            # Does the stiff solver take a step long enough to pay, 2·ratio times the explicit
-            # solver's stable step? One trial step of that length tells.
-            error = float(probe(2 * ratio * h))
-            self.probes.append({"t": float(t), "h": 2 * ratio * float(h), "error": error})
-            if not error <= 1.0:  # it would not pay here: ask more before the next trial
-                self.streak, self.to_stiff = 0, 2 * self.to_stiff
+            self.dt0 = self._trial(probe, float(t), float(h), ratio)
+            if self.dt0 is None:
                 return phase
-        self.streak, self.steps = 0, self.first
+        self.streak, self.steps, self.paid = 0, self.first, None
         new = self.explicit if stiff_now else self.stiff
         if stiff_now:
             self.to_stiff *= 2  # the stiff solver did not pay here: ask more next time
         self.switches.append({"t": float(t), "to": new, "h_lambda": hl, "cost_ratio": ratio})
         return new
+
+    def _skip(self, predicted: float, b: float) -> bool:
+        """Whether to skip an explicit-phase test: h·λ̂ predicted from the last λ̂ is below
+        margin·b/`far` (λ̂ would have to have grown `far`-fold since for the test to be
+        positive), and the previous test was made (never two skips in a row)."""
+        skip = self.last is not None and not self.just_skipped
+        self.just_skipped = skip and predicted < self.margin * b / self.far
+        return self.just_skipped
+
+    def _trial(self, probe, t: float, h: float, ratio: float) -> float | None:
+        """The first step of the stiff solver if a trial step says it pays here, else None.
+
+        The trial is one step of 2·ratio·h (ratio = c_s/c_e, h the explicit solver's stable
+        step). If its error ratio e > 1, the step the error test would accept is
+        0.9·(2·ratio·h)·e^(−1/3) (exprb32's error estimate is of order 3 in h): if that is
+        still ≥ ratio·h, the stiff solver pays from there, starting with it, and its
+        controller grows the step as the flow slows. Otherwise the explicit solver goes on;
+        the positive tests the next trial needs double only if that accepted step grew by
+        less than a quarter since the last failed trial (a flow that is still moving lets the
+        stiff solver's step grow, and the next trial should come at the usual pace)."""
+        h_trial = 2 * ratio * h
+        error, grads, hvps = probe(h_trial)
+        error = float(error)
+        self.probes.append({"t": t, "h": h_trial, "error": error})
+        if grads is not None:
+            self.trial_work += grads + self.hvp_cost * hvps
+            self.trials += 1
+        if error <= 1.0:
+            return h_trial
+        ratio = self.cost_ratio()  # the trial's own work, before a stiff segment is measured
+        accepted = 0.9 * h_trial * error ** (-1 / 3) if np.isfinite(error) else 0.0
+        if accepted >= ratio * h:
+            return accepted
+        paid = accepted / (ratio * h)
+        if self.paid is not None and not paid > 1.25 * self.paid:
+            self.to_stiff *= 2  # not paying and not getting closer: ask more next time
+        self.streak, self.paid = 0, paid
+        return None
