@@ -34,10 +34,13 @@ from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._losses import SquaredLoss, get_loss
 from .._settings import SolveSettings, resolve_flow_inputs
+from .._solver._cacheable import errors_as_nan
 from .._solver._solve import save_state, solve_span
 from .._solver._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
 from ._event_root import BeyondSecant
 from ._kinks import two_layer_form
+from ._loop import _WINDOW as _LOOP_WINDOW
+from ._loop import ABORTED, SETTLE, crossing_run, take
 from ._pieces import Counts, Pieces, check_chatter, rhs
 from ._sliding import PieceField
 
@@ -51,6 +54,11 @@ _ROOT = BeyondSecant(rtol=1e-15, atol=1e-15)
 # save times of a lazy run costs more than a step of the default net (docs/performance.md).
 _SAVE_WINDOW = 8
 _WINDOW_STEPS = 64  # a piece in window mode stops after this many steps and is solved again
+# Runs of pieces that end in plain crossings are solved in one compiled call (`_loop`), at
+# most this many events a call (a few tenths of a second: progress and checkpoints go on);
+# False: every piece returns to the host (the former loop, kept as the reference of the tests).
+_COMPILED_LOOP = True
+_LOOP_EVENTS = 64
 
 
 def _initial_step(field, y, mode, t1):
@@ -193,8 +201,45 @@ def filippov_flow(
     dtmin = jnp.asarray(1e-14 * max(1.0, t1))
     short, again = False, 0  # the last piece took few steps; pieces solved again
     bar = tqdm(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
+    ts_pad = jnp.asarray(np.concatenate([ts, np.full(_LOOP_WINDOW, t1)]))
+    solve_here = not _COMPILED_LOOP  # the next piece is solved by the host loop
     try:
         while done < len(ts):
+            if not solve_here:  # a run of pieces ending in crossings, in one compiled call
+                c = pieces.counts
+                with errors_as_nan():
+                    run = crossing_run(
+                        field, solver, dfx.Event(field.event, root_finder=_ROOT, direction=False),
+                        y, jnp.asarray(t), jnp.asarray(t1), jnp.asarray(dt0),
+                        pieces.mode(slack=pieces.slack), ts_pad, jnp.asarray(done, jnp.int32),
+                        jnp.asarray(rtol), jnp.asarray(atol), dtmin,
+                        jnp.asarray(min(_WINDOW_STEPS, int(max_steps)), jnp.int32),
+                        jnp.asarray(int(max_steps) - c.num_steps - c.events, jnp.int32),
+                        _LOOP_EVENTS,
+                    )  # fmt: skip
+                take(run, pieces, max_steps)
+                n_new = int(run.n_saved)
+                if n_new:
+                    done = _keep(np.asarray(run.saved)[:n_new], ts, done, saved, saved_ts,
+                                 sliding_at, pieces, t1)  # fmt: skip
+                t_end = float(run.t)
+                bar.update(max(0.0, t_end - t))
+                t, y, dt0, why = t_end, run.y, float(run.dt0), int(run.why)
+                if why == SETTLE:
+                    c.events += 1
+                    pieces.event_times.append(t)
+                    y = pieces.settle(y)
+                    check_chatter(pieces, t, max_steps)
+                elif why == ABORTED:  # the host solves the next piece, saving at all ts
+                    solve_here, short, again = True, False, again + 1
+                _check_budget(c, max_steps, t, t1, pieces)
+                late = time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S
+                if checkpoint is not None and late:
+                    _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts,
+                           sliding_at)  # fmt: skip
+                    last_write = time.perf_counter()
+                continue
+            solve_here = not _COMPILED_LOOP
             pending = ts[done:]
             mode = pieces.mode(slack=pieces.slack)
             common = (field, save_state, y, jnp.asarray(t), jnp.asarray(t1))
@@ -227,12 +272,7 @@ def filippov_flow(
             n_new = min(int(np.sum(np.isfinite(np.asarray(span.save_ts)))), len(pending))
             if n_new:
                 block = np.asarray(span.saved)[:n_new]
-                if not np.all(np.isfinite(block)):
-                    raise FloatingPointError(f"the trajectory became non-finite before t={t1}")
-                saved.append(block)
-                saved_ts.append(pending[:n_new])
-                sliding_at += [len(pieces.slots)] * n_new
-                done += n_new
+                done = _keep(block, ts, done, saved, saved_ts, sliding_at, pieces, t1)
             t_end = float(t_end)
             bar.update(max(0.0, t_end - t))
             t, y = t_end, y_end
@@ -254,13 +294,7 @@ def filippov_flow(
                 pieces.event_times.append(t)
                 y = pieces.settle(y)
                 check_chatter(pieces, t, max_steps)
-            if c.num_steps + c.events > max_steps:
-                raise MaxStepsReached(
-                    f"max_steps={max_steps} (solver steps + events) used up at t={t:.6g} before "
-                    f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
-                    f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`",
-                    t,
-                )
+            _check_budget(c, max_steps, t, t1, pieces)
             if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
                 _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
                 last_write = time.perf_counter()
@@ -275,6 +309,27 @@ def filippov_flow(
     )  # fmt: skip
     traj.stats["pieces_solved_again"] = again
     return traj
+
+
+def _keep(block, ts, done, saved, saved_ts, sliding_at, pieces, t1):
+    """Keep the saves `block` at the next save times; returns the save times done."""
+    if not np.all(np.isfinite(block)):
+        raise FloatingPointError(f"the trajectory became non-finite before t={t1}")
+    n_new = len(block)
+    saved.append(block)
+    saved_ts.append(ts[done : done + n_new])
+    sliding_at += [len(pieces.slots)] * n_new
+    return done + n_new
+
+
+def _check_budget(c, max_steps, t, t1, pieces):
+    if c.num_steps + c.events > max_steps:
+        raise MaxStepsReached(
+            f"max_steps={max_steps} (solver steps + events) used up at t={t:.6g} before "
+            f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
+            f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`",
+            t,
+        )
 
 
 def _padded(times, length, t1):
