@@ -5,7 +5,9 @@ pre-activation); each solve ends at the first event (a crossing of a kink surfac
 sliding slope reaching an end of its interval), located on the solver's dense output by
 secant steps from beyond the root (`_event_root.BeyondSecant`). Between events the field is
 smooth (polynomial in the weights, rational where sliding), so the adaptive solver takes the
-steps the smooth flow needs.
+steps the smooth flow needs. Runs of pieces that end in plain crossings are solved in one
+compiled `lax.while_loop` (`_loop.crossing_run`); the host takes the other decisions
+(`_pieces.Pieces.settle`) and keeps the saves.
 """
 
 import dataclasses
@@ -133,7 +135,7 @@ def filippov_flow(
     **Returns:** a `Trajectory` (as `gradient_flow`). `stats` has `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`, `events`, `crossings`, `sliding_entries`,
     `sliding_exits`, `pieces` (diffrax solves), `pieces_solved_again` (solves repeated to
-    save at more times than the next 8, not counted in the steps), `grad_evals`
+    save at more times than the next 8, or past 64 steps, not counted in the steps), `grad_evals`
     (vector-field evaluations of the steps, 6 per Tsit5 step + 1 per piece; event location
     and decisions not counted),
     `sliding_at_ts` (list, number of sliding pre-activations at each save time), `wall_s`.

@@ -310,15 +310,18 @@ def test_resume_from_checkpoint_gives_the_same_trajectory(tmp_path, monkeypatch)
     full = flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS)
     monkeypatch.setattr(F, "_CHECKPOINT_EVERY_S", 0.0)
     calls = {"n": 0}
-    solve = F.solve_span
 
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return solve(*args, **kwargs)
+    def interrupted(solve):  # the second call of either loop is interrupted
+        def call(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return solve(*args, **kwargs)
 
-    monkeypatch.setattr(F, "solve_span", interrupted)
+        return call
+
+    monkeypatch.setattr(F, "solve_span", interrupted(F.solve_span))
+    monkeypatch.setattr(F, "crossing_run", interrupted(F.crossing_run))
     with pytest.raises(KeyboardInterrupt):
         flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
     resumed = flows.nonsmooth.filippov_flow(
