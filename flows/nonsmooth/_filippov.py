@@ -216,7 +216,8 @@ def filippov_flow(
                         pieces.mode(slack=pieces.slack), ts_pad, jnp.asarray(done, jnp.int32),
                         jnp.asarray(rtol), jnp.asarray(atol), dtmin,
                         jnp.asarray(min(_WINDOW_STEPS, int(max_steps)), jnp.int32),
-                        jnp.asarray(int(max_steps) - c.num_steps - c.events, jnp.int32),
+                        jnp.asarray(min(int(max_steps) - c.num_steps - c.events, 2**31 - 1),
+                                    jnp.int32),
                         _LOOP_EVENTS,
                     )  # fmt: skip
                 take(run, pieces, max_steps)
