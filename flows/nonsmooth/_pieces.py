@@ -38,8 +38,7 @@ def _inspect(field, y, mode, handled):
     def zdots():
         def zdot(side):
             trial = eqx.tree_at(lambda md: md.sign, mode, mode.sign.at[i, j].set(side))
-            _, B_dot, _ = field.unpack(field(0.0, y, trial))
-            return field.Xt[i] @ B_dot[j]
+            return field.zdot_at(z, y, trial, i, j)
 
         return zdot(1.0), zdot(-1.0)
 
