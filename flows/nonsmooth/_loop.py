@@ -2,13 +2,13 @@
 compiled program (a `lax.while_loop` over pieces, each a diffrax solve ending at its event).
 
 At a crossing both one-sided fields agree on a side (Filippov 1988, §2.4), so the entry only
-changes side: the loop decides it as `Pieces.settle` does (the same `_inspect` passes) and
-starts the next piece. It returns to the host before anything else: an event that needs the
-host's decisions (a sliding entry, an exit, a second entry due at the same event), a piece
-that saved (the host keeps the saves), `t1`, the per-call event budget (so that progress and
-checkpoints happen between calls), the step budget, or a piece it does not keep (one that ran
-past `_WINDOW` save times or `steps` steps without an event, or failed), which the host then
-solves as before.
+changes side: the loop decides it as `Pieces.settle` does (the same `_inspect` passes, the
+product z = X̃Bᵀ shared by both) and starts the next piece. It returns to the host before
+anything else: an event that needs the host's decisions (a sliding entry, an exit, a second
+entry due at the same event), a piece that saved (the host keeps the saves), `t1`, the
+per-call event budget (so that progress and checkpoints happen between calls), the step
+budget, or a piece it does not keep (one that ran past `_WINDOW` save times or `steps` steps
+without an event, or failed), which the host then solves as before.
 """
 
 from typing import NamedTuple
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._solver._solve import _initial_state, _solve_span, save_state
-from ._pieces import _AT_KINK, _SLACK, _inspect, check_chatter
+from ._pieces import _AT_KINK, _SLACK, check_chatter, inspect_at
 
 _WINDOW = 8  # save times a piece of the loop saves at (the host's `_SAVE_WINDOW`)
 
@@ -59,7 +59,8 @@ def _decide(field, y, mode, sign):
     every decision from this state, as it would have."""
     zero_slack = jnp.zeros_like(mode.slack)
     at = eqx.tree_at(lambda md: (md.sign, md.slack), mode, (sign, zero_slack))
-    dist, margin, _, i, j, z_plus, z_minus = _inspect(field, y, at, mode.sliding)
+    z = field.Xt @ field.unpack(y)[1].T  # y is the same in both passes
+    dist, margin, _, i, j, z_plus, z_minus = inspect_at(field, y, z, at, mode.sliding)
     exits = jnp.any(margin <= _AT_KINK)
     due = ~mode.sliding[i, j] & (dist[i, j] <= _AT_KINK)
     slides = (z_plus < 0) & (0 < z_minus)
@@ -73,7 +74,7 @@ def _decide(field, y, mode, sign):
     def second():  # the next pass of `Pieces.settle`, with (i, j) handled
         handled = mode.sliding.at[i, j].set(True)
         again = eqx.tree_at(lambda md: md.sign, at, new_sign)
-        dist2, margin2, _, i2, j2, _, _ = _inspect(field, y, again, handled)
+        dist2, margin2, _, i2, j2, _, _ = inspect_at(field, y, z, again, handled)
         more = jnp.any(margin2 <= _AT_KINK) | ~handled[i2, j2] & (dist2[i2, j2] <= _AT_KINK)
         return more, dist2
 
