@@ -61,6 +61,15 @@ _WINDOW_STEPS = 64  # a piece in window mode stops after this many steps and is 
 # False: every piece returns to the host (the former loop, kept as the reference of the tests).
 _COMPILED_LOOP = True
 _LOOP_EVENTS = 64
+# The host decides the first events of a solve: a problem with fewer never traces the compiled
+# loop (seconds of tracing per process, which the persistent compilation cache does not save,
+# more than a few events of a small problem cost on the host).
+_LOOP_AFTER = 64
+
+
+def _loop_now(pieces) -> bool:
+    """Whether the next pieces go to the compiled loop (`_COMPILED_LOOP`, `_LOOP_AFTER`)."""
+    return _COMPILED_LOOP and pieces.counts.events >= _LOOP_AFTER
 
 
 def _initial_step(field, y, mode, t1):
@@ -204,7 +213,7 @@ def filippov_flow(
     short, again = False, 0  # the last piece took few steps; pieces solved again
     bar = tqdm(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
     ts_pad = jnp.asarray(np.concatenate([ts, np.full(_LOOP_WINDOW, t1)]))
-    solve_here = not _COMPILED_LOOP  # the next piece is solved by the host loop
+    solve_here = not _loop_now(pieces)  # the next piece is solved by the host loop
     try:
         while done < len(ts):
             if not solve_here:  # a run of pieces ending in crossings, in one compiled call
@@ -242,7 +251,7 @@ def filippov_flow(
                            sliding_at)  # fmt: skip
                     last_write = time.perf_counter()
                 continue
-            solve_here = not _COMPILED_LOOP
+            solve_here = not _loop_now(pieces)
             pending = ts[done:]
             mode = pieces.mode(slack=pieces.slack)
             common = (field, save_state, y, jnp.asarray(t), jnp.asarray(t1))

@@ -309,6 +309,7 @@ def test_resume_from_checkpoint_gives_the_same_trajectory(tmp_path, monkeypatch)
     path = str(tmp_path / "ck.npz")
     full = flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS)
     monkeypatch.setattr(F, "_CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(F, "_LOOP_AFTER", 0)  # the compiled loop from the first event on
     calls = {"n": 0}
 
     def interrupted(solve):  # the second call of either loop is interrupted

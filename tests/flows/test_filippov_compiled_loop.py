@@ -34,6 +34,7 @@ def _solve(monkeypatch, compiled, model, data, t1, ts):
         m.setattr(L, "check_chatter", record)
         # 4 events a call: the loop also returns for its event budget many times
         m.setattr(F, "_LOOP_EVENTS", 4)
+        m.setattr(F, "_LOOP_AFTER", 0)  # the loop from the first event on
         traj = flows.nonsmooth.filippov_flow(
             model, data, t1, loss=flows.SquaredLoss("sum"), ts=ts, rtol=1e-10, atol=1e-12
         )
