@@ -5,7 +5,9 @@ pre-activation); each solve ends at the first event (a crossing of a kink surfac
 sliding slope reaching an end of its interval), located on the solver's dense output by
 secant steps from beyond the root (`_event_root.BeyondSecant`). Between events the field is
 smooth (polynomial in the weights, rational where sliding), so the adaptive solver takes the
-steps the smooth flow needs.
+steps the smooth flow needs. Runs of pieces that end in plain crossings are solved in one
+compiled `lax.while_loop` (`_loop.crossing_run`); the host takes the other decisions
+(`_pieces.Pieces.settle`) and keeps the saves.
 """
 
 import dataclasses
@@ -34,10 +36,13 @@ from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._losses import SquaredLoss, get_loss
 from .._settings import SolveSettings, resolve_flow_inputs
+from .._solver._cacheable import errors_as_nan
 from .._solver._solve import save_state, solve_span
 from .._solver._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
 from ._event_root import BeyondSecant
 from ._kinks import two_layer_form
+from ._loop import _WINDOW as _LOOP_WINDOW
+from ._loop import ABORTED, SETTLE, crossing_run, take
 from ._pieces import Counts, Pieces, check_chatter, rhs
 from ._sliding import PieceField
 
@@ -51,6 +56,20 @@ _ROOT = BeyondSecant(rtol=1e-15, atol=1e-15)
 # save times of a lazy run costs more than a step of the default net (docs/performance.md).
 _SAVE_WINDOW = 8
 _WINDOW_STEPS = 64  # a piece in window mode stops after this many steps and is solved again
+# Runs of pieces that end in plain crossings are solved in one compiled call (`_loop`), at
+# most this many events a call (a few tenths of a second: progress and checkpoints go on);
+# False: every piece returns to the host (the former loop, kept as the reference of the tests).
+_COMPILED_LOOP = True
+_LOOP_EVENTS = 64
+# The host decides the first events of a solve: a problem with fewer never traces the compiled
+# loop (seconds of tracing per process, which the persistent compilation cache does not save,
+# more than a few events of a small problem cost on the host).
+_LOOP_AFTER = 64
+
+
+def _loop_now(pieces) -> bool:
+    """Whether the next pieces go to the compiled loop (`_COMPILED_LOOP`, `_LOOP_AFTER`)."""
+    return _COMPILED_LOOP and pieces.counts.events >= _LOOP_AFTER
 
 
 def _initial_step(field, y, mode, t1):
@@ -125,7 +144,7 @@ def filippov_flow(
     **Returns:** a `Trajectory` (as `gradient_flow`). `stats` has `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`, `events`, `crossings`, `sliding_entries`,
     `sliding_exits`, `pieces` (diffrax solves), `pieces_solved_again` (solves repeated to
-    save at more times than the next 8, not counted in the steps), `grad_evals`
+    save at more times than the next 8, or past 64 steps, not counted in the steps), `grad_evals`
     (vector-field evaluations of the steps, 6 per Tsit5 step + 1 per piece; event location
     and decisions not counted),
     `sliding_at_ts` (list, number of sliding pre-activations at each save time), `wall_s`.
@@ -193,8 +212,46 @@ def filippov_flow(
     dtmin = jnp.asarray(1e-14 * max(1.0, t1))
     short, again = False, 0  # the last piece took few steps; pieces solved again
     bar = tqdm(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
+    ts_pad = jnp.asarray(np.concatenate([ts, np.full(_LOOP_WINDOW, t1)]))
+    solve_here = not _loop_now(pieces)  # the next piece is solved by the host loop
     try:
         while done < len(ts):
+            if not solve_here:  # a run of pieces ending in crossings, in one compiled call
+                c = pieces.counts
+                with errors_as_nan():
+                    run = crossing_run(
+                        field, solver, dfx.Event(field.event, root_finder=_ROOT, direction=False),
+                        y, jnp.asarray(t), jnp.asarray(t1), jnp.asarray(dt0),
+                        pieces.mode(slack=pieces.slack), ts_pad, jnp.asarray(done, jnp.int32),
+                        jnp.asarray(rtol), jnp.asarray(atol), dtmin,
+                        jnp.asarray(min(_WINDOW_STEPS, int(max_steps)), jnp.int32),
+                        jnp.asarray(min(int(max_steps) - c.num_steps - c.events, 2**31 - 1),
+                                    jnp.int32),
+                        _LOOP_EVENTS,
+                    )  # fmt: skip
+                take(run, pieces, max_steps)
+                n_new = int(run.n_saved)
+                if n_new:
+                    done = _keep(np.asarray(run.saved)[:n_new], ts, done, saved, saved_ts,
+                                 sliding_at, pieces, t1)  # fmt: skip
+                t_end = float(run.t)
+                bar.update(max(0.0, t_end - t))
+                t, y, dt0, why = t_end, run.y, float(run.dt0), int(run.why)
+                if why == SETTLE:
+                    c.events += 1
+                    pieces.event_times.append(t)
+                    y = pieces.settle(y)
+                    check_chatter(pieces, t, max_steps)
+                elif why == ABORTED:  # the host solves the next piece, saving at all ts
+                    solve_here, short, again = True, False, again + 1
+                _check_budget(c, max_steps, t, t1, pieces)
+                late = time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S
+                if checkpoint is not None and late:
+                    _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts,
+                           sliding_at)  # fmt: skip
+                    last_write = time.perf_counter()
+                continue
+            solve_here = not _loop_now(pieces)
             pending = ts[done:]
             mode = pieces.mode(slack=pieces.slack)
             common = (field, save_state, y, jnp.asarray(t), jnp.asarray(t1))
@@ -227,12 +284,7 @@ def filippov_flow(
             n_new = min(int(np.sum(np.isfinite(np.asarray(span.save_ts)))), len(pending))
             if n_new:
                 block = np.asarray(span.saved)[:n_new]
-                if not np.all(np.isfinite(block)):
-                    raise FloatingPointError(f"the trajectory became non-finite before t={t1}")
-                saved.append(block)
-                saved_ts.append(pending[:n_new])
-                sliding_at += [len(pieces.slots)] * n_new
-                done += n_new
+                done = _keep(block, ts, done, saved, saved_ts, sliding_at, pieces, t1)
             t_end = float(t_end)
             bar.update(max(0.0, t_end - t))
             t, y = t_end, y_end
@@ -254,13 +306,7 @@ def filippov_flow(
                 pieces.event_times.append(t)
                 y = pieces.settle(y)
                 check_chatter(pieces, t, max_steps)
-            if c.num_steps + c.events > max_steps:
-                raise MaxStepsReached(
-                    f"max_steps={max_steps} (solver steps + events) used up at t={t:.6g} before "
-                    f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
-                    f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`",
-                    t,
-                )
+            _check_budget(c, max_steps, t, t1, pieces)
             if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
                 _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
                 last_write = time.perf_counter()
@@ -275,6 +321,27 @@ def filippov_flow(
     )  # fmt: skip
     traj.stats["pieces_solved_again"] = again
     return traj
+
+
+def _keep(block, ts, done, saved, saved_ts, sliding_at, pieces, t1):
+    """Keep the saves `block` at the next save times; returns the save times done."""
+    if not np.all(np.isfinite(block)):
+        raise FloatingPointError(f"the trajectory became non-finite before t={t1}")
+    n_new = len(block)
+    saved.append(block)
+    saved_ts.append(ts[done : done + n_new])
+    sliding_at += [len(pieces.slots)] * n_new
+    return done + n_new
+
+
+def _check_budget(c, max_steps, t, t1, pieces):
+    if c.num_steps + c.events > max_steps:
+        raise MaxStepsReached(
+            f"max_steps={max_steps} (solver steps + events) used up at t={t:.6g} before "
+            f"t1={t1:.6g} ({c.num_steps} steps, {c.events} events); "
+            f"{pieces.surfaces()}; increase `max_steps` or loosen `rtol`/`atol`",
+            t,
+        )
 
 
 def _padded(times, length, t1):

@@ -28,7 +28,14 @@ def _inspect(field, y, mode, handled):
     nearest entry (i, j) to its kink among those not sliding nor `handled` (n, m), and ż_ij
     there under each one-sided field (side +1, side −1), computed only where that entry is at
     its kink and no slot is at an end of its interval."""
-    z, _, theta, _ = field.solve(y, mode)
+    _, B, _ = field.unpack(y)
+    return inspect_at(field, y, field.Xt @ B.T, mode, handled)
+
+
+def inspect_at(field, y, z, mode, handled):
+    """`_inspect` given z = X̃Bᵀ of y (a later pass at the same state reuses it)."""
+    a, _, beta = field.unpack(y)
+    _, theta, _ = field.slopes(z, a, beta, mode)
     dist, margin = field.distances(z, theta, mode)
     masked = jnp.where(handled, jnp.inf, dist)
     k = jnp.argmin(masked)
@@ -38,8 +45,7 @@ def _inspect(field, y, mode, handled):
     def zdots():
         def zdot(side):
             trial = eqx.tree_at(lambda md: md.sign, mode, mode.sign.at[i, j].set(side))
-            _, B_dot, _ = field.unpack(field(0.0, y, trial))
-            return field.Xt[i] @ B_dot[j]
+            return field.zdot_at(z, y, trial, i, j)
 
         return zdot(1.0), zdot(-1.0)
 

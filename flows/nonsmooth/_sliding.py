@@ -66,6 +66,11 @@ class PieceField(eqx.Module):
         """(z (n, m), Θ (n, m), θ of the slots (K,), r (n,))."""
         a, B, beta = self.unpack(y)
         z = self.Xt @ B.T
+        return (z, *self.slopes(z, a, beta, mode))
+
+    def slopes(self, z, a, beta, mode: Mode):
+        """(Θ (n, m), θ of the slots (K,), r (n,)) from the pre-activations z (n, m): no product
+        with X̃, so a change of side is cheap to try (`zdot_at`)."""
         side = jnp.where(mode.sign > 0, self.slope_plus, self.slope_minus)
         theta0 = jnp.where(mode.sliding, 0.0, side)
         pred = (theta0 * z) @ (self.coef * a) + beta @ self.bias_coef + self.offset
@@ -73,7 +78,7 @@ class PieceField(eqx.Module):
         si, sj, on = mode.slot_i, mode.slot_j, mode.slot_on
         mid = 0.5 * (self.slope_minus + self.slope_plus)
 
-        def slopes():
+        def sliding():
             # x̃_k·Σ_{i∉S_j} r_i Θ_ij x̃_i = Σ_i G_ki r_i Θ_ij for each slot (k, j): from the
             # Gram matrix, without the (m, d̃) product of the field
             rhs = jnp.where(on, -jnp.sum(self.G[si] * (r[:, None] * theta0[:, sj]).T, 1), 0.0)
@@ -87,9 +92,9 @@ class PieceField(eqx.Module):
             return jnp.where(on, theta, mid)
 
         # the sliding solve only where some pre-activation slides
-        theta = jax.lax.cond(jnp.any(on), slopes, lambda: jnp.full(on.shape, mid, z.dtype))
+        theta = jax.lax.cond(jnp.any(on), sliding, lambda: jnp.full(on.shape, mid, z.dtype))
         Theta = theta0.at[si, sj].add(jnp.where(on, theta, 0.0))
-        return z, Theta, theta, r
+        return Theta, theta, r
 
     def __call__(self, t, y, mode: Mode):
         a, _, _ = self.unpack(y)
@@ -104,6 +109,13 @@ class PieceField(eqx.Module):
         """ż (n, m) on this piece."""
         _, B_dot, _ = self.unpack(self(0.0, y, mode))
         return self.Xt @ B_dot.T
+
+    def zdot_at(self, z, y, mode: Mode, i, j):
+        """ż_ij on this piece from z = X̃Bᵀ (n, m): x̃_i·ḃ_j = −c_j a_j Σ_l G_il r_l Θ_lj, from
+        the Gram matrix (O(nm), where `zdot` costs a field evaluation)."""
+        a, _, beta = self.unpack(y)
+        Theta, _, r = self.slopes(z, a, beta, mode)
+        return -self.coef[j] * a[j] * (self.G[i] @ (r * Theta[:, j]))
 
     def values(self, y, mode: Mode):
         """(distances (n, m), margins (K,)): s_ij z_ij/‖x̃_i‖ + slack off the kink (+inf where

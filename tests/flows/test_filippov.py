@@ -309,16 +309,20 @@ def test_resume_from_checkpoint_gives_the_same_trajectory(tmp_path, monkeypatch)
     path = str(tmp_path / "ck.npz")
     full = flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS)
     monkeypatch.setattr(F, "_CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(F, "_LOOP_AFTER", 0)  # the compiled loop from the first event on
     calls = {"n": 0}
-    solve = F.solve_span
 
-    def interrupted(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return solve(*args, **kwargs)
+    def interrupted(solve):  # the second call of either loop is interrupted
+        def call(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return solve(*args, **kwargs)
 
-    monkeypatch.setattr(F, "solve_span", interrupted)
+        return call
+
+    monkeypatch.setattr(F, "solve_span", interrupted(F.solve_span))
+    monkeypatch.setattr(F, "crossing_run", interrupted(F.crossing_run))
     with pytest.raises(KeyboardInterrupt):
         flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, checkpoint=path)
     resumed = flows.nonsmooth.filippov_flow(
