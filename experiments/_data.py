@@ -1,16 +1,26 @@
 """Data sets that ship with a package or are generated here (no download)."""
 
+import functools
 import importlib.util
 import os
 
 import numpy as np
 
 
+@functools.cache
 def bundled_digits() -> tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's bundled 8×8 digits, `(X (1797, 64) float64, y (1797,) int)`: the
-    values of `sklearn.datasets.load_digits(return_X_y=True)`, read from the package's own
+    """scikit-learn's bundled 8×8 digits, `(X (1797, 64) float64, y (1797,) int)`, read-only:
+    the values of `sklearn.datasets.load_digits(return_X_y=True)`, read from the package's own
     `datasets/data/digits.csv.gz` as it does, without importing scikit-learn (about 1.2 s of
-    CPU before a run's first result). Falls back to `load_digits` where that file is not."""
+    CPU before a run's first result), once per process. Falls back to `load_digits` where
+    that file is not."""
+    X, y = _read_digits()
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return X, y
+
+
+def _read_digits() -> tuple[np.ndarray, np.ndarray]:
     spec = importlib.util.find_spec("sklearn")
     roots = (spec and spec.submodule_search_locations) or []
     for root in roots:

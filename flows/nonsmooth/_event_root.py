@@ -1,11 +1,14 @@
-"""The root finder that locates a kink event on the solver's dense output: regula falsi with
-the Anderson–Björck modification (Anderson & Björck 1973), an `optimistix` root finder.
+"""The root finders that locate a kink event on the solver's dense output, `optimistix` root
+finders on a bracket: secant steps from beyond the root (`BeyondSecant`, Dekker 1969), which
+`filippov_flow` uses, and regula falsi with the Anderson–Björck modification
+(`AndersonBjorck`, Anderson & Björck 1973), the finder it replaced, kept as the tests'
+reference.
 
 The event function (the smallest distance to a kink, or the smallest slope margin) is smooth
-near its root, where one entry reaches zero, so the secant step converges superlinearly
-(order ≈ 1.7): a handful of evaluations where bisection needs ~50 to shrink a step to
-1e-15·(1 + t). Each evaluation costs one product X̃Bᵀ (and the sliding solve), which makes
-the root finder most of an event's cost.
+near its root, where one entry reaches zero, so secant steps converge superlinearly: a
+handful of evaluations where bisection needs ~50 to shrink a step to 1e-15·(1 + t). Each
+evaluation costs one product X̃Bᵀ (and the sliding solve), which makes the root finder most
+of an event's cost.
 """
 
 from collections.abc import Callable
@@ -34,10 +37,36 @@ def _ends(fn, args, options, f_struct):
     return lower, upper, f_lo, f_up, sign, at_lower | (f_up >= 0), widths
 
 
-def _narrow(finder, state):
-    """Whether the bracket is settled or narrower than `atol + rtol·|upper|`."""
-    width = jnp.abs(state.upper - state.lower)
-    return (width < finder.atol + finder.rtol * jnp.abs(state.upper)) | state.done
+def _shrink(state, c, f_c):
+    """The bracket after an evaluation f_c (sign-normalised) at c: (lower, upper, beyond,
+    done, widths), `beyond` where the root lies in [lower, c]; an exact zero closes it on c,
+    a bracket settled in `init` stays as it is."""
+    beyond = f_c < 0
+    lower = jnp.where(beyond, state.lower, c)
+    upper = jnp.where(beyond, c, state.upper)
+    exact = f_c == 0
+    lower, upper = jnp.where(exact, c, lower), jnp.where(exact, c, upper)
+    lower = jnp.where(state.done, state.lower, lower)
+    upper = jnp.where(state.done, state.upper, upper)
+    widths = jnp.concatenate([state.widths[1:], jnp.abs(state.upper - state.lower)[None]])
+    return lower, upper, beyond, exact | state.done, widths
+
+
+class _Bracketing(optx.AbstractRootFinder):
+    """What both finders share: the tolerances, the stopping test (the bracket settled or
+    narrower than `atol + rtol·|upper|`) and the answer (the final bracket's midpoint)."""
+
+    rtol: float
+    atol: float
+    norm: ClassVar[Callable] = jnp.abs
+
+    def terminate(self, fn, y, args, options, state, tags):
+        width = jnp.abs(state.upper - state.lower)
+        narrow = width < self.atol + self.rtol * jnp.abs(state.upper)
+        return narrow | state.done, optx.RESULTS.successful
+
+    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+        return state.lower + 0.5 * (state.upper - state.lower), aux, {}
 
 
 class _BracketState(eqx.Module):
@@ -51,7 +80,7 @@ class _BracketState(eqx.Module):
     widths: Float[Array, " 3"]  # the bracket's width before each of the last three steps
 
 
-class AndersonBjorck(optx.AbstractRootFinder):
+class AndersonBjorck(_Bracketing):
     """Anderson–Björck regula falsi on `[lower, upper]` (options, as for `optimistix.Bisection`),
     stopping when the bracket is narrower than `atol + rtol·|upper|` (the event function's
     value at the root is as small as its slope allows, which no tolerance on it can express).
@@ -68,10 +97,6 @@ class AndersonBjorck(optx.AbstractRootFinder):
     **Reference:** Anderson & Björck 1973, "A new high order method of regula falsi type for
     computing a root of an equation", BIT 13, 253–264.
     """
-
-    rtol: float
-    atol: float
-    norm: ClassVar[Callable] = jnp.abs
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
         lower, upper, f_lo, f_up, sign, done, widths = _ends(fn, args, options, f_struct)
@@ -93,11 +118,9 @@ class AndersonBjorck(optx.AbstractRootFinder):
         c = self._candidate(state)
         f_c, aux = fn(c, args)
         f_c = state.sign * f_c
-        keep_lower = f_c < 0  # the root lies in [lower, c]
+        lower, upper, keep_lower, done, widths = _shrink(state, c, f_c)
         scale_lower = keep_lower & (state.kept > 0)
         scale_upper = ~keep_lower & (state.kept < 0)
-        lower = jnp.where(keep_lower, state.lower, c)
-        upper = jnp.where(keep_lower, c, state.upper)
         # Anderson–Björck: the end kept twice in a row has its value scaled by
         # m = 1 − f(c)/f(replaced end) (½, the Illinois factor, when m <= 0)
         replaced = jnp.where(keep_lower, state.f_upper, state.f_lower)
@@ -105,22 +128,9 @@ class AndersonBjorck(optx.AbstractRootFinder):
         m = jnp.where((m > 0) & jnp.isfinite(m), m, 0.5)
         f_lower = jnp.where(keep_lower, jnp.where(scale_lower, m, 1.0) * state.f_lower, f_c)
         f_upper = jnp.where(keep_lower, f_c, jnp.where(scale_upper, m, 1.0) * state.f_upper)
-        exact = f_c == 0  # c is the root
-        lower, upper = jnp.where(exact, c, lower), jnp.where(exact, c, upper)
-        frozen = state.done  # the bracket was settled in `init`
-        lower = jnp.where(frozen, state.lower, lower)
-        upper = jnp.where(frozen, state.upper, upper)
         kept = jnp.where(keep_lower, 1.0, -1.0).astype(state.kept.dtype)
-        widths = jnp.concatenate([state.widths[1:], jnp.abs(state.upper - state.lower)[None]])
-        done = exact | frozen
         new = _BracketState(lower, upper, f_lower, f_upper, state.sign, kept, done, widths)
         return lower + 0.5 * (upper - lower), new, aux
-
-    def terminate(self, fn, y, args, options, state, tags):
-        return _narrow(self, state), optx.RESULTS.successful
-
-    def postprocess(self, fn, y, aux, args, options, state, tags, result):
-        return state.lower + 0.5 * (state.upper - state.lower), aux, {}
 
 
 class _SecantState(eqx.Module):
@@ -136,7 +146,7 @@ class _SecantState(eqx.Module):
     widths: Float[Array, " 3"]  # the bracket's width before each of the last three steps
 
 
-class BeyondSecant(optx.AbstractRootFinder):
+class BeyondSecant(_Bracketing):
     """Secant steps from beyond the root, inside a bracket `[lower, upper]` (options, as for
     `optimistix.Bisection`), stopping when the bracket is narrower than `atol + rtol·|upper|`.
 
@@ -154,10 +164,6 @@ class BeyondSecant(optx.AbstractRootFinder):
     **Reference:** Dekker 1969, "Finding a zero by means of successive linear interpolation",
     in Dejon & Henrici (eds.), Constructive Aspects of the Fundamental Theorem of Algebra.
     """
-
-    rtol: float
-    atol: float
-    norm: ClassVar[Callable] = jnp.abs
 
     def init(self, fn, y, args, options, f_struct, aux_struct, tags):
         lower, upper, _, f_up, sign, done, widths = _ends(fn, args, options, f_struct)
@@ -185,14 +191,7 @@ class BeyondSecant(optx.AbstractRootFinder):
         c = self._candidate(state)
         f_c, aux = fn(c, args)
         f_c = state.sign * f_c
-        beyond = f_c < 0  # the root lies in [lower, c]
-        lower = jnp.where(beyond, state.lower, c)
-        upper = jnp.where(beyond, c, state.upper)
-        exact = f_c == 0
-        lower, upper = jnp.where(exact, c, lower), jnp.where(exact, c, upper)
-        frozen = state.done
-        lower = jnp.where(frozen, state.lower, lower)
-        upper = jnp.where(frozen, state.upper, upper)
+        lower, upper, beyond, done, widths = _shrink(state, c, f_c)
         # the secant pair: once two points lie beyond the root, always the latest two; before
         # that, the latest point beyond it (bisection steps short of the root are not kept)
         shift = state.paired | beyond
@@ -200,12 +199,5 @@ class BeyondSecant(optx.AbstractRootFinder):
         f_a = jnp.where(shift, state.f_b, state.f_a)
         b = jnp.where(shift, c, state.b)
         f_b = jnp.where(shift, f_c, state.f_b)
-        widths = jnp.concatenate([state.widths[1:], jnp.abs(state.upper - state.lower)[None]])
-        new = _SecantState(lower, upper, state.sign, a, f_a, b, f_b, shift, exact | frozen, widths)
+        new = _SecantState(lower, upper, state.sign, a, f_a, b, f_b, shift, done, widths)
         return lower + 0.5 * (upper - lower), new, aux
-
-    def terminate(self, fn, y, args, options, state, tags):
-        return _narrow(self, state), optx.RESULTS.successful
-
-    def postprocess(self, fn, y, aux, args, options, state, tags, result):
-        return state.lower + 0.5 * (state.upper - state.lower), aux, {}

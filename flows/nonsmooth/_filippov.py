@@ -214,6 +214,21 @@ def filippov_flow(
     bar = tqdm(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
     ts_pad = jnp.asarray(np.concatenate([ts, np.full(_LOOP_WINDOW, t1)]))
     solve_here = not _loop_now(pieces)  # the next piece is solved by the host loop
+
+    def after_piece(at_event, t, y, dt0, done, last_write):
+        """After a piece (either loop's) ending at t: an event counted and settled, the
+        budget checked, a checkpoint written if the last is 10 s old. (y, last_write)."""
+        if at_event:
+            pieces.counts.events += 1
+            pieces.event_times.append(t)
+            y = pieces.settle(y)
+            check_chatter(pieces, t, max_steps)
+        _check_budget(pieces.counts, max_steps, t, t1, pieces)
+        if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
+            _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
+            last_write = time.perf_counter()
+        return y, last_write
+
     try:
         while done < len(ts):
             if not solve_here:  # a run of pieces ending in crossings, in one compiled call
@@ -237,19 +252,9 @@ def filippov_flow(
                 t_end = float(run.t)
                 bar.update(max(0.0, t_end - t))
                 t, y, dt0, why = t_end, run.y, float(run.dt0), int(run.why)
-                if why == SETTLE:
-                    c.events += 1
-                    pieces.event_times.append(t)
-                    y = pieces.settle(y)
-                    check_chatter(pieces, t, max_steps)
-                elif why == ABORTED:  # the host solves the next piece, saving at all ts
+                if why == ABORTED:  # the host solves the next piece, saving at all ts
                     solve_here, short, again = True, False, again + 1
-                _check_budget(c, max_steps, t, t1, pieces)
-                late = time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S
-                if checkpoint is not None and late:
-                    _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts,
-                           sliding_at)  # fmt: skip
-                    last_write = time.perf_counter()
+                y, last_write = after_piece(why == SETTLE, t, y, dt0, done, last_write)
                 continue
             solve_here = not _loop_now(pieces)
             pending = ts[done:]
@@ -301,15 +306,7 @@ def filippov_flow(
                     f"the solver failed at t={t:.6g} (step size collapsed or non-finite "
                     f"state); {pieces.surfaces()}"
                 )
-            if bool(span.event):
-                c.events += 1
-                pieces.event_times.append(t)
-                y = pieces.settle(y)
-                check_chatter(pieces, t, max_steps)
-            _check_budget(c, max_steps, t, t1, pieces)
-            if checkpoint is not None and time.perf_counter() - last_write >= _CHECKPOINT_EVERY_S:
-                _write(checkpoint, stamp, ts, t, y, dt0, done, pieces, saved, saved_ts, sliding_at)
-                last_write = time.perf_counter()
+            y, last_write = after_piece(bool(span.event), t, y, dt0, done, last_write)
     finally:
         bar.close()
     wall = time.perf_counter() - start
