@@ -69,9 +69,9 @@ def _bound_compiled_programs():
 # whole on one worker, and xdist hands files out in its queue's order. By default it sorts the
 # queue by the number of tests per file, which sends files of a few slow tests (a Dask sweep,
 # Ctrl-C runs) last: the run then ends with one worker on a 2-minute file and the other idle.
-# Here the queue starts with the files measured to take longest (the longest first), then the
-# rest by number of tests as before, so that the short files fill in at the end. Seconds on a
-# quiet 2-core machine, 2026-12-03 (`--durations`, whole files).
+# Here the queue starts with the files measured to take longest (the longest first: their
+# slowest tests in `--durations` of whole runs on the quiet 2-core machine, 2026-12-03, 20 to
+# 80 s each), then the rest by number of tests as before, so that short files fill in at the end.
 HEAVY_FILES = (
     "tests/experiments/test_interrupt_resume.py",
     "tests/experiments/test_lazy_sweep.py",
@@ -79,8 +79,18 @@ HEAVY_FILES = (
     "tests/flows/test_lazy.py",
     "tests/flows/test_filippov.py",
     "tests/flows/large_steps/test_central_k.py",
-    "tests/experiments/test_interrupt.py",
     "tests/experiments/test_balance_cli.py",
+    "tests/experiments/test_interrupt.py",
+    "tests/flows/large_steps/test_central.py",
+    "tests/experiments/test_eos_cli.py",
+    "tests/experiments/test_lazy_api.py",
+    "tests/flows/test_solvers_auto_stiffness.py",
+    "tests/flows/test_filippov_compiled_loop.py",
+    "tests/flows/large_steps/test_modified.py",
+    "tests/flows/test_auto_generated.py",
+    "tests/flows/test_compilation_reuse.py",
+    "tests/experiments/test_eos_compare.py",
+    "tests/experiments/test_tables.py",
 )
 
 

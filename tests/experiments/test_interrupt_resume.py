@@ -28,7 +28,10 @@ def test_interrupt_after_finished_work_keeps_it_and_resume_completes(name, tmp_p
     assert last.endswith(f"resume with: gradflows run {name} --resume {folder}")
     no_temporaries(folder)
     assert os.path.exists(folder / first)
-    resumed = gradflows("run", name, "--resume", folder)
+    # in this process, as the interrupted run (--workers 0): without it the resumed run
+    # started a local Dask cluster whose workers imported JAX and compiled again (resuming on
+    # Dask: tests/experiments/test_lazy_sweep.py)
+    resumed = gradflows("run", name, "--resume", folder, "--workers", "0")
     out, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err
     if name != "lazy":
