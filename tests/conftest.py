@@ -63,3 +63,49 @@ def _bound_compiled_programs():
     if memory_maps() > MAP_BUDGET:
         jax.clear_caches()
         gc.collect()
+
+
+# Scheduling under `pytest -n 2 --dist loadfile` (the README's and CI's command): each file runs
+# whole on one worker, and xdist hands files out in its queue's order. By default it sorts the
+# queue by the number of tests per file, which sends files of a few slow tests (a Dask sweep,
+# Ctrl-C runs) last: the run then ends with one worker on a 2-minute file and the other idle.
+# Here the queue starts with the files measured to take longest (the longest first: their
+# slowest tests in `--durations` of whole runs on the quiet 2-core machine, 2026-12-03, 20 to
+# 80 s each), then the rest by number of tests as before, so that short files fill in at the end.
+HEAVY_FILES = (
+    "tests/experiments/test_interrupt_resume.py",
+    "tests/experiments/test_lazy_sweep.py",
+    "tests/experiments/test_lazy_cli.py",
+    "tests/flows/test_lazy.py",
+    "tests/flows/test_filippov.py",
+    "tests/flows/large_steps/test_central_k.py",
+    "tests/experiments/test_balance_cli.py",
+    "tests/experiments/test_interrupt.py",
+    "tests/flows/large_steps/test_central.py",
+    "tests/experiments/test_eos_cli.py",
+    "tests/experiments/test_lazy_api.py",
+    "tests/flows/test_solvers_auto_stiffness.py",
+    "tests/flows/test_filippov_compiled_loop.py",
+    "tests/flows/large_steps/test_modified.py",
+    "tests/flows/test_auto_generated.py",
+    "tests/flows/test_compilation_reuse.py",
+    "tests/experiments/test_eos_compare.py",
+    "tests/experiments/test_tables.py",
+)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: the order set below is kept
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    files = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def rank(path):
+        heavy = HEAVY_FILES.index(path) if path in HEAVY_FILES else len(HEAVY_FILES)
+        return heavy, -len(files[path])
+
+    items[:] = [item for path in sorted(files, key=rank) for item in files[path]]

@@ -23,6 +23,10 @@ BASE += ["--no-progress", "--workers", "0"]  # on Dask workers: tests/experiment
 # The shared run (`doubled`) takes the default solver, exprk4; the other runs check wiring with
 # Tsit5, which compiles in 29 s of CPU against exprk4's 39 s on a tiny run (measured).
 TINY = [*BASE, "--solver", "tsit5"]
+# The runs on small CSV tables (12 training rows of 3 features, the default solver): one shape,
+# so the second run reuses the first's compilation in this process.
+CSV_RUN = ["--n-train", "12", "--n-test", "0", "--width", "8", "--t1", "0.5", "--n-times", "8"]
+CSV_RUN += ["--alphas", "10", "--no-progress", "--workers", "0"]
 SCHEMA_RUN = {
     "alpha",
     "sup_weight_gap",
@@ -312,11 +316,11 @@ def test_an_existing_run_folder_is_not_reused_with_other_settings(doubled, capsy
 def test_resume_refuses_changed_data(tmp_path, capsys):
     rng = np.random.default_rng(0)
     path = tmp_path / "d.csv"
-    X = rng.normal(size=(30, 3))
+    X = rng.normal(size=(12, 3))  # every row in the run (12 training, no test rows)
     y = np.where(X[:, 0] > 0, 1, -1)
     np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,target", comments="")
     folder = str(tmp_path / "run")
-    assert main(["run", "lazy", *TINY, "--data", str(path), "--alphas", "10", "--out", folder]) == 0
+    assert main(["run", "lazy", *CSV_RUN, "--data", str(path), "--out", folder]) == 0
     X[0, 0] += 1.0
     np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,target", comments="")
     capsys.readouterr()
@@ -388,9 +392,7 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
     path = write(tmp_path / "twice.csv", "a,b,c,target\n" + "\n".join(
         ",".join(f"{v:.17g}" for v in r) for r in rows) + "\n")  # fmt: skip
     out = tmp_path / "run"
-    argv = ["--data", path, "--n-train", "12", "--n-test", "0", "--width", "8", "--t1", "0.5"]
-    code = cli("run", "lazy", *argv, "--n-times", "8", "--alphas", "10", "--no-progress",
-               "--out", out)  # fmt: skip
+    code = cli("run", "lazy", "--data", path, *CSV_RUN, "--out", out)
     captured = capsys.readouterr()
     assert code == 0, captured.err
     th = _results(out)["theory"]

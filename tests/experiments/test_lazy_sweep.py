@@ -18,7 +18,7 @@ from experiments._sweep import CONNECT_TIMEOUT_S, task_key
 
 TINY = ["--width", "8", "--n-train", "12", "--n-test", "6", "--n-times", "15", "--no-progress"]
 TINY += ["--solver", "tsit5"]  # the default exprk4 is run in tests/experiments/test_lazy_cli.py
-ALPHAS = [10.0, 100.0, 1000.0]  # one form of lazy_comparison (direct): one compilation
+ALPHAS = [10.0, 100.0, 1000.0]  # both forms of lazy_comparison (α < 30 direct, α ≥ 30 remainder)
 TIMING = ("wall_s", "task")  # where and how fast a task ran: the only fields allowed to differ
 
 
@@ -134,11 +134,17 @@ def _parts(folder):
     return [n for n in os.listdir(folder) if n.startswith("part-") and n.endswith(".json")]
 
 
+ALPHAS_CTRL_C = [1.0, 2.0, 3.0, 5.0, 10.0, 20.0]
+
+
 @pytest.mark.slow
 def test_ctrl_c_exits_130_keeps_parts_leaves_no_process_and_resume_finishes(tmp_path):
     folder = str(tmp_path / "interrupted")
-    # t1 = 30: each α takes seconds, so Ctrl-C after the first part leaves tasks to do
-    argv = _argv(folder, alphas=[10.0, 20.0, 30.0, 50.0, 100.0, 200.0], t1=30)
+    # Ctrl-C as soon as the first part is written (within 50 ms): four of the six α at least
+    # are still to do, each about a second of solving at t1 = 3 (t1 = 30 cost 42 s more CPU
+    # in all). All six α lie below flows.lazy.LAZY_REMAINDER_ALPHA = 30: one form of the
+    # flows, one compilation per worker (the α from 10 to 200 compiled both forms).
+    argv = _argv(folder, alphas=ALPHAS_CTRL_C, t1=3)
     proc = subprocess.Popen(
         [sys.executable, "-m", "experiments", *argv],
         start_new_session=True,
@@ -168,7 +174,7 @@ def test_ctrl_c_exits_130_keeps_parts_leaves_no_process_and_resume_finishes(tmp_
     assert res["sweep"]["backend"].startswith("Dask LocalCluster, 2 worker")
     assert {"cluster.log", "worker-0.log", "worker-1.log"} <= set(os.listdir(f"{folder}/logs"))
     runs = res["runs"]
-    assert [r["alpha"] for r in runs] == [10.0, 20.0, 30.0, 50.0, 100.0, 200.0]
+    assert [r["alpha"] for r in runs] == ALPHAS_CTRL_C
     assert sum(r["task"]["resumed"] for r in runs) == len(kept)
     for name, text in kept.items():  # kept parts were not computed again
         with open(os.path.join(folder, name)) as f:

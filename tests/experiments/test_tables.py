@@ -62,6 +62,7 @@ def test_the_cli_states_the_task_in_config_and_refuses_multiclass(tmp_path, caps
     assert not (tmp_path / "c").exists()
     out = tmp_path / "r"
     tiny = ["--t1", "0.1", "--n-times", "4", "--alphas", "10", "--no-progress", "--solver", "tsit5"]
+    tiny += ["--workers", "0"]  # in this process: no Dask worker to start, import JAX, compile
     assert cli("run", "lazy", *argv, *tiny, "--out", out) == 0
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["task"] == "regression" and "task: regression" in config["data_description"]

@@ -1,0 +1,40 @@
+"""Ctrl-C on a real `gradflows run` subprocess after its first finished unit of work: exit 130,
+one honest line, the unit kept, and `--resume` completes the run (the runs and the other
+interrupts: tests/experiments/test_interrupt.py)."""
+
+import json
+import os
+import time
+
+import pytest
+
+from tests.experiments.interrupt_runs import RUNS, interrupt, no_temporaries, wait_for
+from tests.helpers import gradflows
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_interrupt_after_finished_work_keeps_it_and_resume_completes(name, tmp_path):
+    argv, first = RUNS[name]
+    folder = tmp_path / "run"
+    proc = gradflows("run", name, *argv, "--out", folder)
+    wait_for(folder / first, proc)
+    time.sleep(0.5)  # the run notes what it keeps just after writing the file
+    code, err = interrupt(proc)
+    last = err.strip().splitlines()[-1]
+    assert code == 130, err
+    assert last.startswith(f"interrupted: {folder} keeps ") and "finished" in last
+    assert last.endswith(f"resume with: gradflows run {name} --resume {folder}")
+    no_temporaries(folder)
+    assert os.path.exists(folder / first)
+    # in this process, as the interrupted run (--workers 0): without it the resumed run
+    # started a local Dask cluster whose workers imported JAX and compiled again (resuming on
+    # Dask: tests/experiments/test_lazy_sweep.py)
+    resumed = gradflows("run", name, "--resume", folder, "--workers", "0")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    if name != "lazy":
+        assert json.load(open(folder / "results.json"))["complete"] is True
+    else:
+        assert len(json.load(open(folder / "results.json"))["runs"]) == 6
