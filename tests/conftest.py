@@ -95,6 +95,9 @@ HEAVY_FILES = (
 
 
 def pytest_configure(config):
+    missing = [path for path in HEAVY_FILES if not (config.rootpath / path).exists()]
+    if missing:  # a renamed file would silently lose its place at the head of the queue
+        raise pytest.UsageError(f"tests/conftest.py HEAVY_FILES names no file: {missing}")
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: the order set below is kept
         config.option.loadscopereorder = False
 
