@@ -46,6 +46,13 @@ def check_float64(name: str, tree) -> None:
         )
     for leaf in jax.tree.leaves(tree):
         dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and jnp.issubdtype(dtype, jnp.complexfloating):
+            raise ValueError(
+                f"{name} holds {dtype} arrays (first of shape {tuple(leaf.shape)}); a gradient "
+                "flow moves real parameters (jax.grad of a real loss in a complex parameter "
+                "is the conjugate of the descent direction): hold the real and imaginary "
+                "parts as two float64 arrays"
+            )
         if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and dtype != jnp.float64:
             raise ValueError(
                 f"{name} holds {dtype} arrays (first of shape {tuple(leaf.shape)}); gradflows "
@@ -107,7 +114,7 @@ def check_ts(ts, t1: float) -> np.ndarray:
 def check_loss(loss, params) -> None:
     """`loss(params)` must be one float scalar, the objective a gradient flow descends: found
     by `equinox.filter_eval_shape` (tracing, no computation). **Raises:** `TypeError`
-    naming `loss` (a vector of per-example losses, an integer, boolean or complex
+    naming `loss` (a vector of per-example losses, a float32, integer, boolean or complex
     scalar, a tuple)."""
     import equinox as eqx
 
@@ -116,9 +123,15 @@ def check_loss(loss, params) -> None:
     out = eqx.filter_eval_shape(loss, params)
     leaves = jax.tree.leaves(out)
     if len(leaves) == 1 and getattr(leaves[0], "shape", None) == ():
-        if jnp.issubdtype(leaves[0].dtype, jnp.floating):
-            return
         dtype = leaves[0].dtype
+        if dtype == jnp.float64:
+            return
+        if jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(
+                f"loss must return a float64 scalar, got {dtype}: the flow is computed in "
+                "float64 and a lower-precision loss caps its accuracy (look for an astype "
+                "or a constant of that dtype in the loss)"
+            )
         if jnp.issubdtype(dtype, jnp.complexfloating):
             raise TypeError(
                 f"loss must return a real float scalar, got a complex one ({dtype}): a "

@@ -75,6 +75,8 @@ def trainable_of(name: str, tree, what: str = "a pytree"):
             f"{type(tree).__name__}, which has none"
         )
     check_float64(name, trainable)
+    if not sum(math.prod(np.shape(leaf)) for leaf in jax.tree.leaves(trainable)):
+        raise ValueError(f"{name} must hold at least one trainable entry; its arrays are empty")
     return trainable, static
 
 

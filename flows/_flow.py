@@ -7,6 +7,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from models import partition
@@ -45,9 +46,18 @@ class Trajectory:
     undefined: dict = dataclasses.field(default_factory=dict)
 
     def at(self, i: int):
-        """The parameter pytree at save index `i`."""
+        """The parameter pytree at save index `i` (an integer in [−T, T), T = len(ts); the
+        time is `ts[i]`). **Raises:** `ValueError` without saved parameters; `TypeError` or
+        `IndexError` naming `i`."""
         if self.params is None:
             raise ValueError("this trajectory was solved with save_params=False")
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(
+                f"i must be an integer save index, got {i!r}; the save times are ts (for "
+                "the one nearest a time t: traj.at(int(np.abs(traj.ts - t).argmin())))"
+            )
+        if not -len(self.ts) <= i < len(self.ts):
+            raise IndexError(f"i={i} is out of range for {len(self.ts)} save times")
         trainable, static = partition(self.params)
         return eqx.combine(jax.tree.map(lambda a: a[i], trainable), static)
 
@@ -107,7 +117,10 @@ class _Recorder(eqx.Module):
     def __call__(self, t, y, args):
         params = eqx.combine(y if self.spec is None else self.spec.unravel(y), self.static)
         out = {"loss": self.loss(params)}
-        out["observables"] = {name: fn(params) for name, fn in self.observables}
+        # jnp.asarray: an observable may return a Python number
+        out["observables"] = {
+            name: jax.tree.map(jnp.asarray, fn(params)) for name, fn in self.observables
+        }
         if self.save_params:
             out["params"] = y
         return out

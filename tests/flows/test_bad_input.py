@@ -132,3 +132,35 @@ def test_lazy_comparison_rejects_bad_data():
         bad = models.TwoLayerNet(3, 4, activation="tanh", key=jax.random.PRNGKey(1))
         bad = jax.tree.map(lambda a: a * jnp.nan if isinstance(a, jax.Array) else a, bad)
         flows.lazy.lazy_comparison(bad, (X, Y), 1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "loss_fn, params0, error, message",
+    [
+        # complex parameters used to flow with the imaginary part ascending (jax.grad gives
+        # the conjugate direction): loss 2.0 -> 54.6 at t = 1
+        (lambda p: jnp.sum(jnp.abs(p) ** 2), jnp.array([1.0 + 1.0j]), ValueError, "params0"),
+        # a float32 loss used to be accepted, the saved losses float32
+        (lambda p: loss(p).astype(jnp.float32), jnp.ones(2), TypeError, "loss must return"),
+        # empty arrays used to fail as numpy's "index is out of bounds for axis 1 with size 0"
+        (loss, jnp.zeros((0,)), ValueError, "params0 must hold at least one"),
+    ],
+)
+def test_complex_float32_loss_and_empty_params_are_named(loss_fn, params0, error, message):
+    for call in (flows.gradient_flow, flows.gradient_descent):
+        kwargs = {"eta": 0.1} if call is flows.gradient_descent else {}
+        with pytest.raises(error, match=message):
+            call(loss_fn, params0, 1.0, **kwargs)
+
+
+def test_an_observable_may_return_a_python_number_and_at_names_a_bad_index():
+    # A Python float used to fail as "'float' object has no attribute 'shape'".
+    traj = flows.gradient_flow(
+        loss, jnp.ones(2), 1.0, ts=[0.0, 1.0], observables={"c": lambda m: 0.5}
+    )
+    np.testing.assert_array_equal(traj.observables["c"], [0.5, 0.5])
+    np.testing.assert_allclose(traj.at(-1), np.exp(-1.0) * np.ones(2), rtol=1e-8)
+    with pytest.raises(TypeError, match="integer save index"):
+        traj.at(0.5)  # used to be numpy's raw IndexError
+    with pytest.raises(IndexError, match="i=2 is out of range for 2 save times"):
+        traj.at(2)
