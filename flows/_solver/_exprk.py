@@ -38,6 +38,10 @@ import numpy as np
 
 from ._krylov import phi
 
+# φₖ behind one jit per k: a step and its dense output take 22 of them, each a 24-term Horner
+# series to trace; JAX's trace cache gives every later use of a (k, shape) the first jaxpr.
+_phi = jax.jit(phi, static_argnums=0)
+
 
 def semilinear_field(terms):
     """The user's field inside diffrax's term wrappers (and gradflows' counting wrapper):
@@ -85,7 +89,7 @@ class AbstractSpectralSplit(eqx.Module):
             inv = 1.0 / _fact(k)
             term = jax.tree.map(lambda x, inv=inv: inv * x, v)
             out = term if out is None else jax.tree.map(jnp.add, out, term)
-            a, b = phi(k + 1, -z * self.rates) * p, phi(k, -z * self.rates) * p
+            a, b = _phi(k + 1, -z * self.rates) * p, _phi(k, -z * self.rates) * p
             modes, proj = (a, b) if modes is None else (modes + a, proj + b)
         return jax.tree.map(jnp.add, out, self.lift(-z * self.scale * modes)), proj
 
