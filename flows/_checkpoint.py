@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._solver._solve import saved_shape
+from ._solver._solve import save_at, saved_shape
 
 #: Wall seconds between checkpoints (and `report` calls) within a chunk, once stepping.
 CHECKPOINT_S = 5.0
@@ -111,7 +111,7 @@ def read(path, fingerprint, y_def, n_saved_leaves, stats):
 @eqx.filter_jit
 def _at_start(field, save, y0):
     """The field at (0, y0) and what is saved there (its "loss" entry, if it has one)."""
-    saved = save(0.0, y0, None)
+    saved = save_at(save, 0.0, y0, None)  # the solve's own trace of `save`
     if isinstance(saved, dict) and "loss" in saved:
         saved = saved["loss"]
     return field(0.0, y0, None), saved

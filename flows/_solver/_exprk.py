@@ -38,6 +38,10 @@ import numpy as np
 
 from ._krylov import phi
 
+# φₖ behind one jit per k: a step and its dense output take 22 of them, each a 24-term Horner
+# series to trace; JAX's trace cache gives every later use of a (k, shape) the first jaxpr.
+_phi = jax.jit(phi, static_argnums=0)
+
 
 def semilinear_field(terms):
     """The user's field inside diffrax's term wrappers (and gradflows' counting wrapper):
@@ -85,7 +89,7 @@ class AbstractSpectralSplit(eqx.Module):
             inv = 1.0 / _fact(k)
             term = jax.tree.map(lambda x, inv=inv: inv * x, v)
             out = term if out is None else jax.tree.map(jnp.add, out, term)
-            a, b = phi(k + 1, -z * self.rates) * p, phi(k, -z * self.rates) * p
+            a, b = _phi(k + 1, -z * self.rates) * p, _phi(k, -z * self.rates) * p
             modes, proj = (a, b) if modes is None else (modes + a, proj + b)
         return jax.tree.map(jnp.add, out, self.lift(-z * self.scale * modes)), proj
 
@@ -129,6 +133,9 @@ class _ExpRKInterpolation(dfx.AbstractLocalInterpolation):
     split: AbstractSpectralSplit
 
     def _at(self, t):
+        return _dense_at(self, t)
+
+    def _dense(self, t):
         h = self.t1 - self.t0
         th = (t - self.t0) / jnp.where(h == 0, 1.0, h)
         # the weights at θ (module docstring), relative to θh
@@ -178,36 +185,53 @@ class ExpRK4(dfx.AbstractAdaptiveSolver):
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         del made_jump
         field = semilinear_field(terms)
-        split = field.split
-        n1, p1, p0 = solver_state
-        h = t1 - t0
-        nodes, table = jnp.asarray(_NODES), jnp.asarray(_TABLE)
-        ns = jax.tree.map(lambda n: jnp.zeros((5,) + n.shape, n.dtype).at[0].set(n), n1)
-        ps = jnp.zeros((5,) + p1.shape, p1.dtype).at[0].set(p1)
+        y1, y_error, head, ps, state = _step(field, t0, t1, y0, solver_state)
+        dense_info = dict(y0=y0, p0=solver_state[2], ns=head, ps=ps, split=field.split)
+        return y1, y_error, dense_info, state, dfx.RESULTS.successful
 
-        def body(i, carry):
-            ns, ps, _, _ = carry
-            z = nodes[i] * h
-            head = jax.tree.map(lambda n: n[:4], ns)
-            u, q = _stage(split, z, y0, p0, head, ps[:4], h * table[i])
-            n = field.nonlinear(t0 + z, u)
-            ns = jax.tree.map(lambda a, b: a.at[i + 1].set(b), ns, n)
-            return ns, ps.at[i + 1].set(split.project(n)), u, q
 
-        ns, ps, y1, q1 = jax.lax.fori_loop(0, 4, body, (ns, ps, y0, p0))
-        diff = jax.tree.map(lambda n: n[3] - n[4], ns)
-        pd = ps[3] - ps[4]
-        y_error, _ = split.apply(
-            h,
-            (
-                None,
-                None,
-                jax.tree.map(lambda x: -h * x, diff),
-                jax.tree.map(lambda x: 4 * h * x, diff),
-            ),
-            (None, None, -h * pd, 4 * h * pd),
-        )
+# A step and the dense output behind module-level jits: diffrax traces a solver's step three
+# times per solve program (twice for the shapes of its loop state, once in the loop) and the
+# interpolation once per trace of the step; JAX's trace cache gives each later use the first
+# trace's jaxpr (compiled the same: XLA inlines the calls).
+@eqx.filter_jit
+def _step(field, t0, t1, y0, solver_state):
+    """(y₁, its error estimate, N₁..N₄ and their projections, the next solver state) of one
+    step from (t0, y0) to t1 (module docstring)."""
+    split = field.split
+    n1, p1, p0 = solver_state
+    h = t1 - t0
+    nodes, table = jnp.asarray(_NODES), jnp.asarray(_TABLE)
+    ns = jax.tree.map(lambda n: jnp.zeros((5,) + n.shape, n.dtype).at[0].set(n), n1)
+    ps = jnp.zeros((5,) + p1.shape, p1.dtype).at[0].set(p1)
+
+    def body(i, carry):
+        ns, ps, _, _ = carry
+        z = nodes[i] * h
         head = jax.tree.map(lambda n: n[:4], ns)
-        dense_info = dict(y0=y0, p0=p0, ns=head, ps=ps[:4], split=split)
-        n5 = jax.tree.map(lambda n: n[4], ns)
-        return y1, y_error, dense_info, (n5, ps[4], q1), dfx.RESULTS.successful
+        u, q = _stage(split, z, y0, p0, head, ps[:4], h * table[i])
+        n = field.nonlinear(t0 + z, u)
+        ns = jax.tree.map(lambda a, b: a.at[i + 1].set(b), ns, n)
+        return ns, ps.at[i + 1].set(split.project(n)), u, q
+
+    ns, ps, y1, q1 = jax.lax.fori_loop(0, 4, body, (ns, ps, y0, p0))
+    diff = jax.tree.map(lambda n: n[3] - n[4], ns)
+    pd = ps[3] - ps[4]
+    y_error, _ = split.apply(
+        h,
+        (
+            None,
+            None,
+            jax.tree.map(lambda x: -h * x, diff),
+            jax.tree.map(lambda x: 4 * h * x, diff),
+        ),
+        (None, None, -h * pd, 4 * h * pd),
+    )
+    head = jax.tree.map(lambda n: n[:4], ns)
+    n5 = jax.tree.map(lambda n: n[4], ns)
+    return y1, y_error, head, ps[:4], (n5, ps[4], q1)
+
+
+@eqx.filter_jit
+def _dense_at(interpolation, t):
+    return interpolation._dense(t)

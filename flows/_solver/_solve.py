@@ -18,10 +18,15 @@ def save_state(t, y, args):
     return y
 
 
+def save_at(save, t, y, args):
+    """`save(t, y, args)` through one module-level jit, with t as a float64 array: every call
+    with the same structure (the save times and the end inside a solve program, the shapes,
+    a checkpoint's fingerprint, the next α of a sweep) reuses the one trace."""
+    return _save_at(save, jnp.asarray(t, jnp.float64), y, args)
+
+
 @eqx.filter_jit
 def _save_at(save, t, y, args):
-    """`save(t, y, args)`, traced once per structure: every call inside a solve program (the
-    save times, the end) reuses the one trace."""
     return save(t, y, args)
 
 
@@ -31,7 +36,7 @@ def saved_shape(save, y0, args=None):
     Traced through one module-level jit: a new `save` object of the same structure (the next α
     of a sweep, whose arrays differ) reuses the trace instead of tracing again (~0.3 s each
     for a lazy pair's measurements)."""
-    return eqx.filter_eval_shape(_save_at, save, 0.0, y0, args)
+    return eqx.filter_eval_shape(save_at, save, 0.0, y0, args)
 
 
 class Span(NamedTuple):
@@ -106,7 +111,7 @@ def _before(save, t1, shapes):
 
     def fn(t, y, args):
         zeros = lambda: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)  # noqa: E731
-        return jax.lax.cond(t < t1, lambda: _save_at(save, t, y, args), zeros)
+        return jax.lax.cond(t < t1, lambda: save_at(save, t, y, args), zeros)
 
     return fn
 
@@ -115,7 +120,7 @@ def _with_end(save, ts, t1, sol, args):
     """The saved values, with `save` at the end state once at every save time equal to `t1`
     when the solve reached it (unreached entries keep diffrax's inf)."""
     t_end = sol.ts[1][0]
-    at_end = _save_at(save, t_end, jax.tree.map(lambda a: a[0], sol.ys[1]), args)
+    at_end = save_at(save, t_end, jax.tree.map(lambda a: a[0], sol.ys[1]), args)
     fill = (ts >= t1) & (t_end >= t1)
 
     def put(saved, end):

@@ -44,14 +44,10 @@ class LazySplit(AbstractSpectralSplit):
     rates: jax.Array
 
     def project(self, v):
-        jvp, _ = self.jac.ops()
-        return self.U.T @ jnp.ravel(jvp(v))
+        return _project(self, v)
 
     def lift(self, a):
-        jvp, jt = self.jac.ops()
-        shape = jax.eval_shape(jvp, self.jac.lazy.w0).shape
-        (out,) = jt((self.U @ a).reshape(shape))
-        return out
+        return _lift(self, a)
 
 
 class LazySemilinear(eqx.Module):
@@ -83,6 +79,10 @@ class LazySemilinear(eqx.Module):
         return self.lazy.Y + res.reshape(self.lazy.Y.shape)
 
     def nonlinear(self, t, d):
+        """N(t, d) (module docstring)."""
+        return _nonlinear(self, jnp.asarray(t, jnp.float64), d)
+
+    def _nonlinear(self, t, d):
         f, c = self.lazy, self.split.scale
         alpha = f.alpha
         ubar = self.ubar(t)
@@ -115,6 +115,30 @@ class LazySemilinear(eqx.Module):
 
     def __call__(self, t, d, args):
         return self.nonlinear(t, d) - self.split.scale * self.split.lift(self.split.project(d))
+
+
+# N, project and lift behind module-level jits: a solve program uses each many times (the
+# Runge–Kutta stages, diffrax's traces of its step for shapes, the initial step, the saves),
+# and JAX's trace cache gives every use with the same shapes the one jaxpr, traced once per
+# process instead of once per use (nested jvps of the model are slow to trace). t is a float64
+# array at every call, so that a Python 0.0 and a traced time share the trace.
+@eqx.filter_jit
+def _nonlinear(field, t, d):
+    return field._nonlinear(t, d)
+
+
+@eqx.filter_jit
+def _project(split, v):
+    jvp, _ = split.jac.ops()
+    return split.U.T @ jnp.ravel(jvp(v))
+
+
+@eqx.filter_jit
+def _lift(split, a):
+    jvp, jt = split.jac.ops()
+    shape = jax.eval_shape(jvp, split.jac.lazy.w0).shape
+    (out,) = jt((split.U @ a).reshape(shape))
+    return out
 
 
 @eqx.filter_jit
