@@ -22,6 +22,7 @@ cost of the steps each method would take); Rackauckas & Nie 2017, J. Open Res. S
 """
 
 import dataclasses
+import functools
 
 import diffrax as dfx
 import equinox as eqx
@@ -30,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ._krylov import krylov_phi
 from ._solvers import EVALS_PER_STEP
 
 #: Stability boundaries on the negative real axis, |R(−b)| = 1 (Hairer & Wanner II, §IV.2).
@@ -59,54 +59,107 @@ def probe_error(solver, field, t, y, h, rtol, atol):
     return jnp.sqrt(jnp.mean((err / scale) ** 2))
 
 
-@eqx.filter_jit
-def _krylov_of_jacobian(field, t, y, previous, key, iters: int, symmetric: bool):
-    """The Krylov projection of −∂field/∂y at (t, y), `iters` vectors, started as
-    `lambda_max` says: the top Ritz pair (symmetric) or `(H, V, size)` (not)."""
+def _product(field, t, y, v):
     flat, unravel = ravel_pytree(y)
-    fresh = jax.random.normal(key, flat.shape, flat.dtype)
-    # `previous` is zero before the first test: the start is then the random vector's direction
-    # (an array either way, so that every test runs the one compiled program).
-    start = previous + 0.1 * fresh / jnp.linalg.norm(fresh)
-    _, jvp = jax.linearize(lambda x: ravel_pytree(field(t, unravel(x), None))[0], flat)
-    basis = krylov_phi(
-        lambda v: -jvp(v), start, 1.0, 1, tol=None, m_max=iters, symmetric=symmetric,
-        check_every=iters,
-    )  # fmt: skip
-    if not symmetric:
-        return basis.H, basis.V, basis.size
-    lam, Q = jnp.linalg.eigh(basis.H)
-    top = jnp.argmax(lam)
-    ritz = Q[:, top] @ basis.V
-    return lam[top], ritz / jnp.maximum(jnp.linalg.norm(ritz), 1e-300)
+    return -jax.jvp(lambda x: ravel_pytree(field(t, unravel(x), None))[0], (flat,), (v,))[1]
 
 
-def lambda_max(field, t, y, previous, key, iters: int, symmetric: bool = True):
+class _Static:
+    """The part of `(field, y)` that is not arrays, hashed and compared by its structure and
+    leaves (as `eqx.filter_jit` keys its cache), so that `_hvp` runs through `jax.jit`'s own
+    dispatch: eight calls a test, each about half as costly on the host as through
+    `eqx.filter_jit`."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        leaves, treedef = jax.tree.flatten(tree)
+        self.key = (treedef, tuple(leaves))
+        self.hash = hash(self.key)  # TypeError for a leaf that cannot be hashed
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self.key == other.key
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _hvp(static, arrays, t, v):
+    """−∂field/∂y · v at (t, y), flat `(p,)`, `(field, y)` split into `arrays` and `static`
+    (a `_Static`): for a gradient flow one Hessian-vector product, forward over reverse. The
+    stiffness tests' only program: the Krylov recurrence and the small eigenproblem run on the
+    host (a program with the recurrence's loop took 4× as long to compile,
+    docs/performance.md, "First call (12)")."""
+    field, y = eqx.combine(arrays, static.tree)
+    return _product(field, t, y, v)
+
+
+_hvp_filtered = eqx.filter_jit(_product)  # for a field with a leaf that cannot be hashed
+
+
+def _matvec(field, t, y):
+    """v ↦ −∂field/∂y · v at (t, y), on the host."""
+    t = jnp.asarray(t)
+    arrays, static = eqx.partition((field, y), eqx.is_array)
+    try:
+        static = _Static(static)
+    except TypeError:
+        return lambda v: _hvp_filtered(field, t, y, v)
+    return lambda v: _hvp(static, arrays, t, v)
+
+
+def krylov(matvec, start: np.ndarray, iters: int, symmetric: bool):
+    """`(H, V)`: the projection `(m, m)` of the operator `matvec` on the Krylov space of
+    `start`, and its orthonormal basis `(m, p)`, m ≤ `iters` vectors (fewer when the space
+    turns invariant: happy breakdown), by Lanczos (`symmetric`: each new vector orthogonalised
+    against the two latest) or Arnoldi (against all), Gram–Schmidt twice, on the host
+    (Saad 1992; as `_krylov.krylov_phi` with `tol=None`)."""
+    m = min(iters, start.size)
+    V = np.zeros((m + 1, start.size))
+    H = np.zeros((m + 1, m))
+    V[0] = start / np.linalg.norm(start)
+    for j in range(m):
+        w = np.asarray(matvec(V[j]), dtype=V.dtype)
+        scale = np.linalg.norm(w)
+        near = slice(max(j - 1, 0) if symmetric else 0, j + 1)
+        for _ in range(2):
+            c = V[near] @ w
+            w = w - c @ V[near]
+            H[near, j] += c
+        H[j + 1, j] = beta = np.linalg.norm(w)
+        if beta <= 1e-12 * scale:  # the space is invariant, the projection exact
+            return H[: j + 1, : j + 1], V[: j + 1]
+        V[j + 1] = w / beta
+    return H[:m, :m], V[:m]
+
+
+def lambda_max(field, t, y, previous, rng, iters: int, symmetric: bool = True):
     """`(λ̂, ritz)`: the largest eigenvalue of −∂field/∂y at (t, y), from `iters` Lanczos steps,
     and its Ritz vector `(p,)` (the next call's `previous`); `y` may be a pytree, `p` its
     number of entries. The start is `previous` `(p,)` plus a little of a random vector drawn
-    with `key` (a start inside an invariant subspace would never see a direction that turns
-    stiff outside it), or the random vector alone when `previous` is None. For a gradient
-    flow λ̂ ≤ λ_max(∇²F), with equality once the Krylov space holds the top eigenvector.
+    from `rng` (a `numpy.random.Generator`; a start inside an invariant subspace would never
+    see a direction that turns stiff outside it), or the random vector alone when `previous`
+    is None. For a gradient flow λ̂ ≤ λ_max(∇²F), with equality once the Krylov space holds
+    the top eigenvector.
 
     With `symmetric=False` (a field whose Jacobian is not symmetric, such as the lazy pair's,
     which is block lower-triangular) the space is built by Arnoldi and λ̂ is the largest
     modulus of its Ritz values (an explicit method's step is stable while h·|λ| stays inside
     its stability region; on the negative real axis, below its boundary), the Ritz vector
     the real part of that value's. Lanczos would assume the symmetry that is not there."""
-    if previous is None:
-        # numpy: an eager jnp.zeros would compile two small programs on a cold start
-        previous = np.zeros(sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y)))
+    p = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y))
+    fresh = rng.standard_normal(p)
+    start = (0.0 if previous is None else previous) + 0.1 * fresh / np.linalg.norm(fresh)
+    H, V = krylov(_matvec(field, t, y), start, iters, symmetric)
     if symmetric:
-        return _krylov_of_jacobian(field, t, y, previous, key, iters, True)
-    H, V, size = _krylov_of_jacobian(field, t, y, previous, key, iters, False)
-    used = max(1, int(size))  # a breakdown (invariant space) stops Arnoldi early
-    H, V = np.asarray(H), np.asarray(V)
-    vals, vecs = np.linalg.eig(H[:used, :used])
-    top = int(np.argmax(np.abs(vals)))
-    ritz = np.real(vecs[:, top]) @ V[:used]
-    ritz = ritz / max(float(np.linalg.norm(ritz)), 1e-300)
-    return float(np.abs(vals[top])), jnp.asarray(ritz)
+        vals, vecs = np.linalg.eigh((H + H.T) / 2)
+        top = int(np.argmax(vals))
+        lam, ritz = float(vals[top]), vecs[:, top] @ V
+    else:
+        vals, vecs = np.linalg.eig(H)
+        top = int(np.argmax(np.abs(vals)))
+        lam, ritz = float(np.abs(vals[top])), np.real(vecs[:, top]) @ V
+    return lam, ritz / max(float(np.linalg.norm(ritz)), 1e-300)
 
 
 @dataclasses.dataclass
@@ -153,10 +206,8 @@ class StiffnessMonitor:
 
     def lam(self, field, t: float, y) -> float:
         """λ̂ at (t, y), warm-starting Lanczos from the last Ritz vector."""
-        key = jax.random.PRNGKey(self.tests)
-        lam, self.start = lambda_max(
-            field, jnp.asarray(t), y, self.start, key, self.iters, self.symmetric
-        )
+        rng = np.random.default_rng(self.tests)  # a deterministic start, no program
+        lam, self.start = lambda_max(field, t, y, self.start, rng, self.iters, self.symmetric)
         self.tests += 1
         self.last = float(lam)
         return self.last

@@ -1,7 +1,8 @@
 """What a cold first call compiles (issue 21): a default, non-stiff `gradient_flow` compiles its
-solve, its initial state and the Lanczos stiffness test, each once, and nothing of the stiff
-solver (exprb32's trial step waits until a switch is considered); the checks and the
-flattening of the parameters run on the host, not as eager jax programs. Counted by name
+solve, its initial state and the Hessian-vector product of the stiffness test (whose Lanczos
+recurrence runs on the host), each once, and nothing of the stiff solver (exprb32's trial step
+waits until a switch is considered); the checks and the flattening of the parameters run on
+the host, not as eager jax programs. Counted by name
 from JAX's compile events, not timed."""
 
 import equinox as eqx
@@ -43,7 +44,7 @@ def test_a_default_nonstiff_first_call_compiles_no_stiff_solver_and_no_eager_che
     traj, names = _compiled(lambda: flows.gradient_flow(_loss, MODEL, 10.0))
     assert traj.stats["solvers"] == ["tsit5"] and traj.stats["probes"] == []
     assert traj.stats["stiffness_tests"] >= 1  # the Lanczos test ran (and was compiled)
-    for program in ("jit(_solve_span)", "jit(_initial_state)", "jit(_krylov_of_jacobian)"):
+    for program in ("jit(_solve_span)", "jit(_initial_state)", "jit(_hvp)"):
         assert names.count(program) == 1, names
     # exprb32's trial step and the φ-function error estimate are not compiled
     assert not [n for n in names if "probe_error" in n or "exprb" in n.lower()], names
