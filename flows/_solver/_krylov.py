@@ -105,8 +105,7 @@ def krylov_phi(
     """Build the Krylov basis of (A = `matvec`, `v`) until τφₖ(τA)v is resolved to `tol`
     (2-norm, estimated by ‖v‖·τ·h_{m+1,m}·|e_mᵀ φₖ₊₁(τH_m)e₁|, Saad 1992 eq. 5.3) or
     `m_max` vectors (checked every `check_every` vectors up to 16, then 4 times per doubling
-    of the basis); `tol=None`: `m_max` vectors unless the space turns invariant first, with
-    no estimate made (the stiffness tests' Lanczos, `_stiffness.py`). Beyond 32 vectors the
+    of the basis). Beyond 32 vectors the
     basis is re-orthogonalised in full (twice) also when A is symmetric, so that a large
     basis stays orthonormal."""
     p = v.shape[0]
@@ -163,9 +162,6 @@ def krylov_phi(
         n = j + 1
         every = jnp.maximum(check_every, 2 ** jnp.floor(jnp.log2(n)).astype(n.dtype) // 4)
         check = jnp.logical_or(n % every == 0, n == m_max)
-        if tol is None:  # a fixed size: no estimate to make, nor to compile
-            err = jnp.where(breakdown, 0.0, jnp.inf).astype(v.dtype)
-            return V, H, j + 1, err, breakdown
         err = jnp.where(
             breakdown,
             0.0,

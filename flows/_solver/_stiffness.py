@@ -113,7 +113,7 @@ def krylov(matvec, start: np.ndarray, iters: int, symmetric: bool):
     `start`, and its orthonormal basis `(m, p)`, m ≤ `iters` vectors (fewer when the space
     turns invariant: happy breakdown), by Lanczos (`symmetric`: each new vector orthogonalised
     against the two latest) or Arnoldi (against all), Gram–Schmidt twice, on the host
-    (Saad 1992; as `_krylov.krylov_phi` with `tol=None`)."""
+    (Saad 1992; the recurrence of `_krylov.krylov_phi`, without its error estimate)."""
     m = min(iters, start.size)
     V = np.zeros((m + 1, start.size))
     H = np.zeros((m + 1, m))
