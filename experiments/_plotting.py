@@ -30,7 +30,9 @@ from ._files import write_figure
 
 EPS = float(np.finfo(np.float64).eps)
 FIT, REFERENCE, BOUND, FLOOR = "fit", "reference", "bound", "floor"
-TIME_LABEL = "flow time t"
+# flow time in the ODE's own units (a gradient-descent step η covers time η), as every axis
+# names its unit
+TIME_LABEL = "flow time t (a gradient-descent step η covers time η)"
 ALPHA_LABEL = "scale α (dimensionless)"
 
 

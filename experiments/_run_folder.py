@@ -62,6 +62,9 @@ class RunFolder:
     @classmethod
     def choose(cls, experiment: str, out: str | None, resume: str | None) -> "RunFolder":
         """Check `--out`/`--resume` (nothing is created yet). Raises `UsageError`."""
+        for name, path in (("--out", out), ("--resume", resume)):
+            if path is not None and not path.strip():  # '' was refused only when made
+                raise UsageError(f"{name} is empty: give a folder path")
         if resume is not None:
             if out is not None and os.path.abspath(out) != os.path.abspath(resume):
                 raise UsageError("give either --out (a new run) or --resume (an old one), not both")

@@ -29,6 +29,8 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
+from flows._progress import progress_bar
+
 from ._options import UsageError
 from ._sweep_options import default_workers
 from ._sweep_parts import TaskResult, checkpoint_path, load_part, log, task_key, write_part
@@ -274,7 +276,7 @@ class Sweep:
         for r in results:
             if r is not None:
                 on_result(r)
-        bar = tqdm(
+        bar = progress_bar(
             total=len(tasks),
             initial=len(tasks) - len(pending),
             desc=desc,

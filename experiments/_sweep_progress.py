@@ -49,6 +49,7 @@ class Watch:
         self.what: dict[str, str] = {}  # the part of a task running now, when it says
         self.since: dict[str, float] = {}  # when each running task started (monotonic)
         self.last = time.monotonic()
+        self.drawn = -float("inf")  # when the bar was last redrawn by `tick`
         self.lock = threading.Lock()
 
     def started(self, key: str) -> None:
@@ -94,8 +95,12 @@ class Watch:
             if not self.bar.disable:
                 self.bar.n = round(self.done + fractions, 2)
                 self.bar.set_postfix_str(self.line().split("running: ", 1)[1][:80], refresh=False)
-                self.bar.refresh()
             now = time.monotonic()
+            # the bar's own pace (flows._progress: every 10 s off a terminal): a redraw per
+            # tick, twice a second, filled a log with a line each
+            if not self.bar.disable and now - self.drawn >= self.bar.mininterval:
+                self.drawn = now
+                self.bar.refresh()
             if self.heartbeat and now - self.last >= HEARTBEAT_S:
                 self.last = now
                 stream = self.stream or sys.stderr

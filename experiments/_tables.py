@@ -72,6 +72,12 @@ def _read_csv(path, target, notes):
             f"column(s) {', '.join(map(str, unnamed))} have no name in the header row; name "
             "them (or drop an index column that is not 0..n−1)"
         )
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:  # which column a repeated name means would be a silent guess
+        raise ValueError(
+            f"column name(s) {', '.join(map(repr, repeated))} appear more than once in the "
+            "header row; give each column its own name"
+        )
     if target not in header:
         raise ValueError(f"no target column {target!r} (columns: {', '.join(header)})")
     j = header.index(target)
@@ -173,15 +179,15 @@ def table(path, target="target", n_train=100, n_test=100, seed=0, task="auto") -
     training mean and standard deviation, and columns constant up to round-off become 0.
 
     Raises `ValueError` naming the file (or `--task`) when it cannot be read, has no target
-    column, holds NaN or non-numeric entries, a single value, or fewer rows than
-    `n_train + n_test`.
+    column, no feature column or a repeated column name, holds NaN, infinite or non-numeric
+    entries, a single value, fewer rows than `n_train + n_test`, features whose spread
+    overflows, or no feature that is not constant on the training rows.
     """
     if task not in TASKS:
         raise ValueError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
     notes = []
     X, y = _read(path, target, notes)
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError(f"--data {path!r}: missing, non-numeric or NaN entries")
+    _check_entries(X, y, path, target)
     y, task = _interpret(y, task, path, target, notes)
     if n_train < 2 or n_test < 0 or n_train + n_test > len(y):
         raise ValueError(
@@ -191,12 +197,48 @@ def table(path, target="target", n_train=100, n_test=100, seed=0, task="auto") -
     *split, n_constant = split_standardised(X, y, n_train, n_test, seed)
     if task == "classification" and len(np.unique(split[1])) < 2:
         raise ValueError(f"--data {path!r}: the training rows hold a single class (seed={seed})")
+    if not all(np.all(np.isfinite(part)) for part in split):
+        raise ValueError(
+            f"--data {path!r}: features not finite after standardising (entries too large "
+            "for float64 arithmetic); rescale the file"
+        )
+    if n_constant == X.shape[1]:  # the network would see only zeros: nothing to learn
+        raise ValueError(
+            f"--data {path!r}: no informative feature: all {n_constant} feature column(s) "
+            "are constant on the training rows (up to round-off) and standardise to 0"
+        )
     if n_constant:
         notes.append(
             f"{n_constant} feature column(s) constant on the training rows (up to round-off) "
             "set to 0"
         )
     return Table(*split, task=task, notes=notes)
+
+
+def _check_entries(X, y, path, target) -> None:
+    """Refuses (`ValueError` naming --data) a file without feature columns, with entries that
+    are missing, non-numeric, NaN or infinite, or with a feature whose spread overflows."""
+    if X.shape[1] == 0:
+        raise ValueError(
+            f"--data {path!r}: no feature columns, only the target {target!r} (every other "
+            "column is a feature)"
+        )
+    both = np.column_stack([X, y])
+    if np.any(np.isinf(both)):
+        raise ValueError(
+            f"--data {path!r}: {int(np.isinf(both).sum())} infinite entries (inf, or a "
+            "number beyond float64's range)"
+        )
+    if not np.all(np.isfinite(both)):
+        raise ValueError(f"--data {path!r}: missing, non-numeric or NaN entries")
+    with np.errstate(over="ignore", invalid="ignore"):
+        overflow = np.flatnonzero(~np.isfinite(X.std(axis=0)))
+    if len(overflow):  # (x − mean)/inf would silently make the column 0
+        raise ValueError(
+            f"--data {path!r}: feature column(s) {', '.join(str(j + 1) for j in overflow)} "
+            "(counted without the target) have a standard deviation beyond float64's range "
+            "(entries near 1e308); rescale them"
+        )
 
 
 def digits_table(classes, n_train, n_test, seed):

@@ -13,12 +13,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from ._checks import check_finite, check_loss, check_observables, check_positive, check_ts
 from ._failures import MaxStepsReached
 from ._flat import trainable_of
 from ._flow import Trajectory, _GradientField, _Recorder, trajectory
+from ._progress import progress_bar
 from ._settings import SolveSettings, resolve_settings
 from ._stats import SolveStats
 from ._times import log_times
@@ -114,7 +114,7 @@ def gradient_descent(
     recorder = _Recorder(loss, check_observables(observables), save_params, static)
 
     records, y, k = [], trainable, 0
-    with tqdm(
+    with progress_bar(
         total=int(save_steps[-1]),
         desc="gradient descent",
         unit="step",

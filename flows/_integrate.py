@@ -19,11 +19,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from . import _checkpoint
 from ._counting import Counter
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
+from ._progress import progress_bar
 from ._settings import SolveSettings
 from ._solver._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._solver._solve import saved_shape, solve_span
@@ -220,7 +220,7 @@ def integrate(
         stats.chunks = done
         have = sum(len(leaf) for leaf in saved_leaves[0]) if saved_leaves else 0
 
-    bar = tqdm(
+    bar = progress_bar(
         total=n_chunks, initial=done, desc=desc, unit="chunk", disable=not progress, leave=False
     )
     # Traced once per solve, not per segment (each device scalar costs: docs/performance.md).

@@ -13,6 +13,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
+from .._sizes import MAX_PARAMETERS, largest_width
 from .._sweep_options import add_sweep_options
 
 PARTS = ("logistic", "conservation", "gd", "squared", "homogeneous")
@@ -23,6 +24,13 @@ DRIFT_SOLVERS = ("tsit5", "kvaerno5", "implicit_midpoint", "gauss4")
 # problem, so 1e8 is ~10 minutes; --gd-t1 1e300 was a 301-digit step count and an int64
 # overflow in every task.
 MAX_GD_STEPS = 100_000_000
+DIGIT_PIXELS = 64  # the input size: scikit-learn's 8×8 digits
+
+
+def n_parameters(hidden: list[int]) -> int:
+    """Weights of the deep linear network 64 → hidden → 1 (no biases)."""
+    dims = [DIGIT_PIXELS, *hidden, 1]
+    return sum(a * b for a, b in zip(dims[:-1], dims[1:]))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,6 +140,14 @@ def settings(args) -> dict:
         raise UsageError(
             "--hidden needs at least two widths >= 1 (depth >= 3), got "
             + ",".join(map(str, hidden))
+        )
+    p = n_parameters(hidden)
+    if p > MAX_PARAMETERS:  # 100000,100000 aborted inside XLA, allocating the first layer
+        k = len(hidden)
+        raise UsageError(
+            f"--hidden {','.join(map(str, hidden))}: the network would have {p:.3g} parameters, "
+            f"over the limit of {MAX_PARAMETERS:.0e}: widths at most "
+            f"{largest_width(lambda w: n_parameters([w] * k))} each at {k} hidden layers"
         )
     rtols = parse_list("--rtols", args.rtols, positive=True, count=2, unique=True)
     drift_rtols = sorted(parse_list("--drift-rtols", args.drift_rtols, positive=True, unique=True))

@@ -12,6 +12,7 @@ from .._options import (
     solve_settings,
 )
 from .._run_folder import add_run_folder_options
+from .._sizes import MAX_PARAMETERS, largest_width
 from .._sweep_options import add_sweep_options
 
 TASKS = ("multiclass", "binary")
@@ -190,6 +191,13 @@ def settings(args) -> dict:
             f"({min(s['etas']):g}), over 200000"
         )
     p = parameters(s)
+    if p > MAX_PARAMETERS:  # --width 4096 --depth 16 (2.5e8) would die in the allocator
+        widest = largest_width(lambda w: parameters({**s, "width": w}))
+        raise UsageError(
+            f"--width {s['width']} --depth {s['depth']}: the network would have {p:.3g} "
+            f"parameters, over the limit of {MAX_PARAMETERS:.0e}: --width at most {widest} at "
+            f"--depth {s['depth']}"
+        )
     if s["k"] > p:
         raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")
     solve_settings_of(s)  # checked here, before any computation

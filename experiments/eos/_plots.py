@@ -6,7 +6,6 @@ import os
 import numpy as np
 
 from .._plotting import (
-    TIME_LABEL,
     bound_line,
     figure_legend,
     log_axis,
@@ -20,7 +19,7 @@ FLOW_STYLE = {  # name: (label, colour, dashes)
     "modified_flow": ("modified flow (order 1)", "tab:green", "-"),
     "central_flow": ("central flow", "tab:red", "--"),
 }
-TIME = f"{TIME_LABEL} = kη (GD step k)"
+TIME = "flow time t = kη (GD step k of size η)"
 
 
 def plot(folder: str, fmt: str = "png") -> list[str]:

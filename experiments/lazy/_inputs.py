@@ -8,6 +8,7 @@ import models
 
 from .. import _data
 from .._options import UsageError
+from .._sizes import MAX_PARAMETERS, largest_width
 from .._tables import Table, digits_table, table
 
 
@@ -50,12 +51,6 @@ def describe(s: dict, data: Table) -> str:
     return "; ".join([what, f"task: {data.task}", *data.notes])
 
 
-# Each α holds a few dozen parameter-sized float64 vectors (solver stages of both flows,
-# saved states, checkpoints): 10⁷ parameters is ~2-3 GB, already far beyond a 2-core machine's
-# patience; above it a run would die in the allocator instead of saying why.
-MAX_PARAMETERS = 10_000_000
-
-
 def n_parameters(in_size: int, width: int, depth: int) -> int:
     """Parameters of the symmetrised network (two copies of the net, hidden layers without
     bias): 2·(d·w + (depth − 1)·w² + w)."""
@@ -64,13 +59,7 @@ def n_parameters(in_size: int, width: int, depth: int) -> int:
 
 def max_width(in_size: int, depth: int) -> int:
     """The largest --width whose network has at most `MAX_PARAMETERS` parameters."""
-    low, high = 0, MAX_PARAMETERS  # n_parameters(.., w, ..) > MAX_PARAMETERS at w = high
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (
-            (mid, high) if n_parameters(in_size, mid, depth) <= MAX_PARAMETERS else (low, mid)
-        )
-    return low
+    return largest_width(lambda w: n_parameters(in_size, w, depth))
 
 
 def build_model(s: dict, in_size: int):

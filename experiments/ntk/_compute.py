@@ -2,10 +2,10 @@
 
 import jax
 import numpy as np
-from tqdm.auto import tqdm
 
 import flows
 import models
+from flows._progress import progress_bar
 
 from .._data import digits_pair
 from ._design import DIM, hidden_widths
@@ -30,7 +30,7 @@ def relative_errors(X, a, b, depth, scheme, m, index, seeds, key, progress=False
     norm = np.linalg.norm(K_inf, 2)
     phi = models.abs_family(a, b)
     out = np.empty(seeds)
-    for s in tqdm(range(seeds), desc=f"m = {m}", unit="net", disable=not progress):
+    for s in progress_bar(range(seeds), desc=f"m = {m}", unit="net", disable=not progress):
         net = models.MLP(X.shape[1], hidden_widths(scheme, m, depth), activation=phi,
                          bias=False, parameterization="ntk", weight_std=1 / np.hypot(a, b),
                          key=jax.random.fold_in(key, index * 100_003 + s))  # fmt: skip

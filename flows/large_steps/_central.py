@@ -18,11 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
-from tqdm.auto import tqdm
 
 from .._checks import check_finite, check_positive
 from .._failures import DTMIN_RELATIVE, MaxStepsReached
 from .._flow import Trajectory
+from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solve import solve_span
 from .._solver._solvers import make_solver
@@ -264,7 +264,7 @@ def central_flow(
 
     if m > k:
         raise _limit(0.0, k, eta, partial)
-    bar = tqdm(total=t1, desc="central flow", disable=not progress, leave=False)
+    bar = progress_bar(total=t1, desc="central flow", disable=not progress, leave=False)
     _FAILED.clear()
     try:
         while done < len(ts):

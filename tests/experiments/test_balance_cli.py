@@ -32,6 +32,12 @@ def _results(folder):
         (["--classes", "3"], "--classes takes 2 values"),
         (["--classes", "3,3"], "--classes must be two different digits in 0..9, got 3,3"),
         (["--hidden", "16"], "--hidden needs at least two widths"),
+        # aborted inside XLA (rc 134, `buffer_.IsConcrete()`) allocating a 1e10-weight layer
+        (
+            ["--hidden", "100000,100000"],
+            "--hidden 100000,100000: the network would have 1e+10 parameters, over the "
+            "limit of 1e+07: widths at most 3129 each at 2 hidden layers",
+        ),
         (["--rtols", "1e-8"], "--rtols takes 2 values"),
         (["--etas", "0.1,-1"], "--etas must be > 0, got -1"),
         (["--etas", "0.1"], "--etas needs at least two steps"),

@@ -215,6 +215,12 @@ def test_an_out_that_cannot_be_made_is_refused_before_any_work(name, tmp_path, c
         f"gradflows run {name}: error: --out {out!r}: {str(tmp_path / 'file')!r} is a file, "
         "not a folder\n"
     )
+    # '' was refused only when the folder was made, after lazy's Σ constants, in two lines
+    for given in ("--out", "--resume"):
+        assert cli("run", name, given, "") == 2
+        assert capsys.readouterr().err == (
+            f"gradflows run {name}: error: {given} is empty: give a folder path\n"
+        )
     out = "/proc/gradflows-run"  # a folder nobody can make a folder in, not even root
     assert cli("run", name, "--out", out) == 2
     err = capsys.readouterr().err

@@ -122,6 +122,12 @@ def test_existing_folder_is_refused(finished, capsys):
         (["--etas", "0"], "--etas must be > 0, got 0"),
         (["--etas", "-0.5,0.4"], "--etas must be > 0, got -0.5"),
         (["--k", "400"], "--k must be <= p, the network's 330 parameters, got 400"),
+        # the shared parameter limit (experiments/_sizes), before any solve
+        (
+            ["--width", "4096", "--depth", "16"],
+            "--width 4096 --depth 16: the network would have 2.52e+08 parameters, over the "
+            "limit of 1e+07: --width at most 813 at --depth 16",
+        ),
         (["--classes", "3"], "--classes must be 'all' or two or more different digits"),
         (["--task", "binary"], "--task binary needs two --classes, got 10"),
         (["--flows", "gradient,exact"], "--flows: unknown exact"),

@@ -345,3 +345,13 @@ def test_homogeneous_figure_shows_relu_under_leaky_relu_and_the_floor_in_view(tm
     assert drift_ax.get_ylim()[0] <= 10 * P.EPS  # the shaded floor is on the axis
     labels = fig.legends[0].get_texts()
     assert sum("Tsit5 alone stops" in t.get_text() for t in labels) == 2  # once per activation
+
+
+def test_lazy_figures_name_the_unit_of_every_axis():
+    # loss.png's x axis read "flow time t", with no unit, unlike the other figures
+    res, arr = _lazy_run("doubled")
+    figures = [lazy_plots.draw_gaps(res), lazy_plots.draw_loss(res, arr)]
+    figures += [lazy_plots.draw_distance(res), lazy_plots.draw_heldout(res)]
+    labels = [ax.get_xlabel() for fig in figures for ax in fig.axes if ax.get_xlabel()]
+    assert P.TIME_LABEL in labels
+    assert all("(" in label and label.endswith(")") for label in labels), labels

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import _interrupt
 from experiments._options import UsageError
 from experiments._sweep import CONNECT_TIMEOUT_S, WORKERS_PER_CORE, Sweep, task_key, worker_cache
 from experiments._sweep_options import default_workers
@@ -118,6 +119,35 @@ def test_a_task_that_raises_fails_alone_and_is_tried_again_on_resume(tmp_path, s
     assert (
         len(_runs(shared["markers"], bad.key)) == 2 and len(_runs(shared["markers"], ok.key)) == 1
     )
+
+
+def interrupted_at_the_end(task, shared, ctx):
+    """`cheap`, during which the user presses Ctrl-C (the flag the SIGINT watcher sets), after
+    the task's last report: the task finishes."""
+    ctx.report(1.0, 1.0)
+    _interrupt._STATE["count"] = 1
+    return cheap(task, shared, ctx)
+
+
+@pytest.mark.parametrize("at_reports", [False, True])
+def test_an_interrupt_during_a_task_in_process_lets_it_finish_and_starts_no_other(
+    tmp_path, shared, monkeypatch, at_reports
+):
+    # docs/lazy.md: Ctrl-C with --workers 0 stops after the current α (or at its next
+    # checkpoint); a resumed lazy run was seen to start and compile the next α after it.
+    monkeypatch.setitem(_interrupt._STATE, "count", 0)
+    keys = [task_key(t) for t in TASKS[:3]]
+    with pytest.raises(_interrupt.Interrupted), Sweep(workers=0, progress=False) as sweep:
+        sweep.run(
+            interrupted_at_the_end,
+            TASKS[:3],
+            str(tmp_path),
+            shared=shared,
+            check=_interrupt.check,
+            check_at_reports=at_reports,
+        )
+    assert [len(_runs(shared["markers"], k)) for k in keys] == [1, 0, 0]
+    assert os.path.exists(tmp_path / f"part-{keys[0]}.json")
 
 
 def test_peak_memory_is_measured_per_task(tmp_path, shared):

@@ -2,6 +2,7 @@
 without a bar (`--no-progress`) a heartbeat line goes to stderr, also while a task reports
 nothing (compiling), and Ctrl-C in-process stops a task at its next report."""
 
+import io
 import re
 import time
 
@@ -9,6 +10,7 @@ import pytest
 
 from experiments import _sweep_progress
 from experiments._sweep import Sweep
+from flows._progress import PIPED_INTERVAL_S, progress_bar
 
 
 def _task(task, shared, ctx):
@@ -100,3 +102,20 @@ def test_in_process_a_check_that_raises_stops_the_task_at_its_report_when_asked(
         sweep.run(task, tasks, str(tmp_path), check=check, check_at_reports=True)
     assert reached == [0.25, 0.5]  # neither the rest of the task nor the next one ran
     assert not list(tmp_path.glob("part-*.json"))  # and no part was written for it
+
+
+def test_bars_off_a_terminal_are_redrawn_rarely():
+    # a lazy run's log held 244 KB of redraws: the sweep's bar, redrawn at each tick (0.5 s)
+    log = io.StringIO()  # not a terminal, as a log file or a pipe
+    bar = progress_bar(total=10, desc="sweep", file=log)
+    assert bar.mininterval == PIPED_INTERVAL_S == 10.0
+    watch = _sweep_progress.Watch([{"alpha": 1.0}], ["k"], bar, 0, "sweep", False)
+    watch.started("k")
+    for i in range(200):
+        watch.report("k", i / 200, 1.0)
+        watch.tick()
+        bar.update(0)
+    bar.close()
+    redraws = log.getvalue().count("\r")
+    assert 1 <= redraws <= 4, log.getvalue()  # measured: 3 (start, first tick, close)
+    assert progress_bar(total=1, file=log, mininterval=0.5).mininterval == 0.5  # as given

@@ -80,3 +80,39 @@ def test_a_column_spread_at_round_off_is_constant(tmp_path):
     assert np.allclose(t.X_train[:, :3].std(axis=0), 1.0, rtol=1e-12)
     assert any("constant" in note for note in t.notes)
     assert list(constant_columns(np.column_stack([X, col]))) == [False] * 3 + [True]
+
+
+def _bad_files(tmp_path):
+    constant = np.column_stack([np.ones((30, 2)), LABELS])
+    huge = np.column_stack([X, LABELS])
+    huge[4, 1] = 1e308  # its column's std overflows: (x − mean)/inf was a silent column of 0
+    with_inf = np.column_stack([X, LABELS]).astype(str)
+    with_inf[3, 0] = "inf"
+    return [
+        # rc 1 `in_size must be an integer >= 1, got 0`, after the run folder was made
+        (_csv(tmp_path / "only.csv", ["target"], LABELS[:, None]), "no feature columns"),
+        # both ran every alpha, then failed at the report (`reference_curve needs ...`)
+        (_csv(tmp_path / "const.csv", ["a", "b", "target"], constant), "no informative feature"),
+        (_csv(tmp_path / "huge.csv", ["a", "b", "c", "target"], huge), "feature column(s) 2 "),
+        # was called "missing, non-numeric or NaN entries"
+        (
+            write(
+                tmp_path / "inf.csv",
+                "a,b,c,target\n" + "\n".join(",".join(r) for r in with_inf) + "\n",
+            ),
+            "1 infinite entries",
+        ),
+        # was accepted, one of the two columns silently a feature
+        (_csv(tmp_path / "twice.csv", ["a", "a", "c", "target"], huge), "'a' appear more than"),
+    ]
+
+
+def test_files_without_an_informative_finite_feature_are_refused_naming_data(tmp_path, capsys):
+    tiny = ["--n-train", "20", "--n-test", "5", "--alphas", "1,100", "--width", "8"]
+    tiny += ["--t1", "0.5", "--workers", "0", "--no-progress"]
+    for i, (path, says) in enumerate(_bad_files(tmp_path)):
+        out = tmp_path / f"run{i}"
+        assert cli("run", "lazy", "--data", path, *tiny, "--out", out) == 2, path
+        line = one_line(capsys.readouterr().err)
+        assert f"--data {path!r}: " in line and says in line, line
+        assert not out.exists()
