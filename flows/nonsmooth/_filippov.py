@@ -19,7 +19,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._checkpoint import (
     Fingerprint,
@@ -35,6 +34,7 @@ from .._checks import check_finite, check_observables, check_positive
 from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._losses import SquaredLoss, get_loss
+from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._cacheable import errors_as_nan
 from .._solver._solve import save_state, solve_span
@@ -211,7 +211,7 @@ def filippov_flow(
     start, last_write = time.perf_counter(), time.perf_counter()
     dtmin = jnp.asarray(1e-14 * max(1.0, t1))
     short, again = False, 0  # the last piece took few steps; pieces solved again
-    bar = tqdm(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
+    bar = progress_bar(total=t1, initial=t, desc="filippov flow", disable=not progress, leave=False)
     ts_pad = jnp.asarray(np.concatenate([ts, np.full(_LOOP_WINDOW, t1)]))
     solve_here = not _loop_now(pieces)  # the next piece is solved by the host loop
 
