@@ -177,10 +177,12 @@ def gradient_flow(
     **Raises:**
     - `ValueError` naming the argument: `t1` not a real number (`"10"`), ≤ 0 or non-finite,
       `ts` unsorted or outside [0, t1], non-finite `params0` or one without trainable
-      arrays, trainable arrays that are not float64 (float32 is refused, not promoted), a
-      setting out of range (see `SolveSettings`).
+      arrays, trainable arrays that are not float64 (float32 is refused, not promoted;
+      complex too: the flow moves real parameters), a setting out of range (see
+      `SolveSettings`).
     - `TypeError` for a keyword that is neither an argument nor a setting, and naming `loss`
-      when it does not return one float scalar (a vector, a tuple, an integer or complex one).
+      when it does not return one float64 scalar (a vector, a tuple, a float32, integer or
+      complex one).
     - `ValueError` naming `checkpoint` for a file written for another problem.
     - `ZeroGradientWarning` (a warning) when the gradient is exactly zero at the start, so
       that the flow stays there.
@@ -192,6 +194,11 @@ def gradient_flow(
       if the stage equations cannot be solved to 1e-13 even at smaller steps.
     - `MaxStepsReached` (a `RuntimeError`) with the time reached (also as its attribute `.t`)
       and the setting to change.
+
+    **References:** Tsitouras 2011, Comput. Math. Appl. 62 (Tsit5); Hochbruck, Ostermann &
+    Schweitzer 2009, SIAM J. Numer. Anal. 47 (exprb32); Kværnø 2004, BIT 44 (Kvaerno5);
+    Hairer & Wanner, Solving ODEs II (the stiffness tests, Gauss–Legendre); the solve is
+    diffrax's `diffeqsolve` (Kidger 2021, "On Neural Differential Equations", thesis).
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     trainable, static = trainable_of("params0", params0)

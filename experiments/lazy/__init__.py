@@ -33,12 +33,14 @@ def main(args) -> int:
     return _run(args)
 
 
-def run(model, data, **kwargs) -> str:
-    """The lazy pipeline for your own model: see `experiments.lazy._user.run` (its docstring
-    has a worked `eqx.nn.MLP` example). Returns the run folder's path."""
-    from ._user import run as _run
+def __getattr__(name):
+    # `run` (the lazy pipeline for your own model) is imported on first use, so that the CLI's
+    # `--help` imports no JAX; `help(experiments.lazy.run)` then shows its own docstring.
+    if name == "run":
+        from ._user import run
 
-    return _run(model, data, **kwargs)
+        return run
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def plot(folder: str) -> list[str]:
