@@ -7,6 +7,7 @@ import signal
 import time
 
 from experiments._sweep import task_key
+from tests.helpers import gradflows
 
 NTK_FIRST = {"measure": "errors", "data": "digits", "activation": "relu", "scheme": "quadratic",
              "width": 8}  # fmt: skip
@@ -52,3 +53,17 @@ def interrupt(proc, times=1):
 def no_temporaries(folder):
     names = os.listdir(folder)
     assert not [n for n in names if n.startswith((".tmp-", "tmp"))], names
+
+
+def start_run(name, tmp_path):
+    """`gradflows run name` (its `RUNS` options) into tmp_path/run: (the file of its first
+    finished unit, the folder, the process)."""
+    argv, first = RUNS[name]
+    folder = tmp_path / "run"
+    return first, folder, gradflows("run", name, *argv, "--out", folder)
+
+
+def assert_says_what_it_keeps(last, folder, name):
+    """The last line of an interrupted run that made its folder: what it keeps, how to resume."""
+    assert last.startswith(f"interrupted: {folder} keeps "), last
+    assert last.endswith(f"resume with: gradflows run {name} --resume {folder}"), last

@@ -12,17 +12,22 @@ import time
 
 import pytest
 
-from tests.experiments.interrupt_runs import RUNS, interrupt, no_temporaries, wait_for
-from tests.helpers import gradflows, wait_for_sigint_handler
+from tests.experiments.interrupt_runs import (
+    RUNS,
+    assert_says_what_it_keeps,
+    interrupt,
+    no_temporaries,
+    start_run,
+    wait_for,
+)
+from tests.helpers import wait_for_sigint_handler
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_interrupt_before_the_folder_exists_keeps_nothing_and_says_so(name, tmp_path):
-    argv, _ = RUNS[name]
-    folder = tmp_path / "run"
-    proc = gradflows("run", name, *argv, "--out", folder)
+    _, folder, proc = start_run(name, tmp_path)
     wait_for_sigint_handler(proc)  # the run is then usually still importing JAX
     code, err = interrupt(proc)
     assert code == 130, err
@@ -30,8 +35,7 @@ def test_interrupt_before_the_folder_exists_keeps_nothing_and_says_so(name, tmp_
     if folder.exists():
         # A quick start (the portrait run on a quiet machine) made its folder within the
         # 1.5 s: then the line must say what the folder keeps and how to resume.
-        assert last.startswith(f"interrupted: {folder} keeps "), last
-        assert last.endswith(f"resume with: gradflows run {name} --resume {folder}")
+        assert_says_what_it_keeps(last, folder, name)
         no_temporaries(folder)
     else:
         assert last == "interrupted before the run folder was made: nothing to keep"
@@ -39,9 +43,7 @@ def test_interrupt_before_the_folder_exists_keeps_nothing_and_says_so(name, tmp_
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_a_second_interrupt_stops_at_once_without_half_written_files(name, tmp_path):
-    argv, first = RUNS[name]
-    folder = tmp_path / "run"
-    proc = gradflows("run", name, *argv, "--out", folder)
+    _, folder, proc = start_run(name, tmp_path)
     wait_for(folder / "config.json", proc)
     start = time.monotonic()
     code, err = interrupt(proc, times=2)

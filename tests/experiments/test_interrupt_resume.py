@@ -8,7 +8,14 @@ import time
 
 import pytest
 
-from tests.experiments.interrupt_runs import RUNS, interrupt, no_temporaries, wait_for
+from tests.experiments.interrupt_runs import (
+    RUNS,
+    assert_says_what_it_keeps,
+    interrupt,
+    no_temporaries,
+    start_run,
+    wait_for,
+)
 from tests.helpers import gradflows
 
 pytestmark = pytest.mark.slow
@@ -16,16 +23,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_interrupt_after_finished_work_keeps_it_and_resume_completes(name, tmp_path):
-    argv, first = RUNS[name]
-    folder = tmp_path / "run"
-    proc = gradflows("run", name, *argv, "--out", folder)
+    first, folder, proc = start_run(name, tmp_path)
     wait_for(folder / first, proc)
     time.sleep(0.5)  # the run notes what it keeps just after writing the file
     code, err = interrupt(proc)
     last = err.strip().splitlines()[-1]
     assert code == 130, err
-    assert last.startswith(f"interrupted: {folder} keeps ") and "finished" in last
-    assert last.endswith(f"resume with: gradflows run {name} --resume {folder}")
+    assert_says_what_it_keeps(last, folder, name)
+    assert "finished" in last
     no_temporaries(folder)
     assert os.path.exists(folder / first)
     # in this process, as the interrupted run (--workers 0): without it the resumed run
