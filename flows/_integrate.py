@@ -39,12 +39,52 @@ SAVE_BLOCK = 16
 
 @eqx.filter_jit
 def _field_norm(field, t, y):
-    """‖field(t, y)‖ over all leaves (NaN or inf if the field is not finite there)."""
-    return jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(field(t, y, None))))
+    """‖field(t, y)‖ over all leaves, scaled by the largest entry so that it overflows only
+    where the field does (NaN or inf if the field is not finite there; 0 if it is zero)."""
+    leaves = [jnp.ravel(x) for x in jax.tree.leaves(field(t, y, None))]
+    big = jnp.max(jnp.stack([jnp.max(jnp.abs(x), initial=0.0) for x in leaves]))
+    scale = jnp.where((big > 0) & jnp.isfinite(big), big, 1.0)
+    return scale * jnp.sqrt(sum(jnp.sum((x / scale) ** 2) for x in leaves))
+
+
+def _largest(tree) -> float:
+    """max |yᵢ| over all leaves (0.0 for an empty tree)."""
+    return max((float(np.max(np.abs(x), initial=0.0)) for x in jax.tree.leaves(tree)), default=0.0)
 
 
 def _norm(tree) -> float:
-    return float(np.sqrt(sum(np.sum(np.asarray(x) ** 2) for x in jax.tree.leaves(tree))))
+    """‖y‖ over all leaves, computed as max|yᵢ|·‖y/max|yᵢ|‖: finite for any finite state
+    (the plain sum of squares overflows above ~1.3e154)."""
+    big = _largest(tree)
+    if big == 0.0 or not np.isfinite(big):
+        return big
+    return big * float(
+        np.sqrt(sum(np.sum((np.asarray(x) / big) ** 2) for x in jax.tree.leaves(tree)))
+    )
+
+
+@eqx.filter_jit
+def _at_start(field, save, y0):
+    return field(jnp.asarray(0.0), y0, None), save(jnp.asarray(0.0), y0, None)
+
+
+def _start_failure(field, save, y0, is_flow) -> str | None:
+    """Why the solve cannot start, if it cannot: the recorded flow values (the loss) or the
+    gradient are already non-finite at y0; None if both are finite there. Evaluated only
+    after a failure in the first segment."""
+    gradient, saved = _at_start(field, save, y0)
+    where = f"at the start, t=0 (largest |θᵢ| = {_largest(y0):.3g})"
+    flow_leaves = [x for x, f in zip(jax.tree.leaves(saved), is_flow) if f]
+    if not _tree_all_finite(flow_leaves):
+        return (
+            f"the loss is non-finite {where}; check the loss, the data scale and the initialisation"
+        )
+    if not _tree_all_finite(gradient):
+        return (
+            f"the gradient is non-finite {where}, though the loss is finite; check the loss, "
+            "the data scale and the initialisation"
+        )
+    return None
 
 
 def _flow_leaves(save_shape) -> list[bool]:
@@ -315,8 +355,12 @@ def integrate(
                     n_saved = len(here) if bool(ok) else int(np.sum(np.isfinite(save_ts)))
                     leaves = [np.asarray(x)[:n_saved] for x in jax.tree.leaves(saved)]
                     if not _tree_all_finite([x for x, f in zip(leaves, is_flow) if f]):
+                        at_start = (
+                            _start_failure(field, save, y0, is_flow) if t_start == 0 else None
+                        )
                         raise FloatingPointError(
-                            f"the trajectory became non-finite between t={t_start:.6g} "
+                            at_start
+                            or f"the trajectory became non-finite between t={t_start:.6g} "
                             f"and t={t_end:.6g}"
                         )
                     for store, leaf in zip(saved_leaves, leaves):
@@ -334,6 +378,8 @@ def integrate(
                         and bool(hit)
                         and stats.num_steps < max_steps
                     ):
+                        if t_start == 0 and (at_start := _start_failure(field, save, y0, is_flow)):
+                            raise FloatingPointError(at_start)
                         _raise_failure(
                             field, phase, settings, stats, y, t_now, horizon, norm0, h_last,
                             bool(collapsed), bool(hit),
