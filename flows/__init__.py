@@ -43,6 +43,7 @@ from ._failures import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
+from ._gd import DivergenceWarning as DivergenceWarning  # noqa: E402
 from ._gd import gradient_descent as gradient_descent  # noqa: E402
 from ._integrate import ZeroGradientWarning as ZeroGradientWarning  # noqa: E402
 
@@ -86,6 +87,7 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "UndefinedObservableWarning",
     "gradient_flow",
     "gradient_descent",
+    "DivergenceWarning",
     "ZeroGradientWarning",
     "ExponentialLoss",
     "LogisticLoss",

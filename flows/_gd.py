@@ -7,6 +7,7 @@ vector field (`_GradientField`) and recorded by the same recorder (`_Recorder`) 
 iterates at save times that are not on the step grid, and accumulate t by repeated addition.
 """
 
+import warnings
 from typing import Any
 
 import equinox as eqx
@@ -40,6 +41,26 @@ def _record(recorder, t, y):
 
 def _finite(tree) -> bool:
     return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(tree))
+
+
+#: A loss above this multiple of |L(0)| is divergence (`DivergenceWarning`).
+DIVERGENCE_GROWTH = 1e10
+
+
+class DivergenceWarning(RuntimeWarning):
+    """Gradient descent's loss grew by more than `DIVERGENCE_GROWTH` (1e10) times its initial
+    value: η is above the stability limit 2/λ_max of the Hessian and the iterates diverge
+    (given at most once per call, with η and the step; a later non-finite loss or iterate is
+    a `FloatingPointError`)."""
+
+
+def _diverged(message: str, records: list, steps, result) -> FloatingPointError:
+    """The error of a run that became non-finite, with `step` (the first step known bad) and
+    `partial` (the `Trajectory` of the finite saves before it, or None), so that a caller that
+    detects divergence itself keeps what was computed."""
+    error = FloatingPointError(message)
+    error.partial = result(records, steps[: len(records)]) if records else None
+    return error
 
 
 def gradient_descent(
@@ -81,9 +102,13 @@ def gradient_descent(
       setting out of range.
     - `TypeError` naming `loss` when it does not return one float scalar.
     - `MaxStepsReached` before any work when K > `max_steps`.
-    - `FloatingPointError` with the step and time when the iterates become non-finite
-      (η above the stability limit 2/λ_max of the Hessian). An undefined observable is
-      reported as by `gradient_flow` (`UndefinedObservableWarning`, `Trajectory.undefined`).
+    - `FloatingPointError` naming η and the step when the iterates or the loss become
+      non-finite (η above the stability limit 2/λ_max of the Hessian); its attribute
+      `partial` is the `Trajectory` of the finite saves before (None if there are none).
+      An undefined observable is reported as by `gradient_flow`
+      (`UndefinedObservableWarning`, `Trajectory.undefined`).
+    - `DivergenceWarning` (a warning, once) naming η and the step when the loss grows above
+      1e10 times its first saved value (L(0) with the default `ts`) while still finite.
 
     **Reference:** Du, Hu & Lee 2018, §4 (gradient descent keeps balancedness only
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
@@ -113,7 +138,26 @@ def gradient_descent(
     field = _GradientField(loss, static)
     recorder = _Recorder(loss, check_observables(observables), save_params, static)
 
-    records, y, k = [], trainable, 0
+    def result(records, steps) -> Trajectory:
+        saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
+        params = eqx.combine(saved["params"], static) if save_params else None
+        k = int(steps[-1])
+        stats = SolveStats(
+            num_steps=k,
+            num_accepted_steps=k,
+            grad_evals=k,
+            chunks=len(steps),
+            solvers=["gradient_descent"],
+        )
+        config = {
+            "solver": "gradient_descent",
+            "eta": eta,
+            "t1": t1,
+            "max_steps": settings.max_steps,
+        }
+        return trajectory(steps * eta, params, saved, stats, config)
+
+    records, y, k, loss0, warned = [], trainable, 0, None, False
     with progress_bar(
         total=int(save_steps[-1]),
         desc="gradient descent",
@@ -124,22 +168,32 @@ def gradient_descent(
         for k_save in save_steps:
             y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_save - k))
             if not _finite(y_next):
-                raise FloatingPointError(
+                raise _diverged(
                     f"gradient descent became non-finite between step {k} (t={k * eta:.6g}) "
-                    f"and step {k_save} (t={k_save * eta:.6g}); reduce eta (got {eta})"
-                )
+                    f"and step {k_save} (t={k_save * eta:.6g}); reduce eta (got {eta})",
+                    records, save_steps, result,
+                )  # fmt: skip
             bar.update(int(k_save - k))
             bar.set_postfix(t=f"{k_save * eta:.3g}")
             y, k = y_next, int(k_save)
-            records.append(jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y)))
-    saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
-    params = eqx.combine(saved["params"], static) if save_params else None
-    stats = SolveStats(
-        num_steps=k,
-        num_accepted_steps=k,
-        grad_evals=k,
-        chunks=len(save_steps),
-        solvers=["gradient_descent"],
-    )
-    config = {"solver": "gradient_descent", "eta": eta, "t1": t1, "max_steps": settings.max_steps}
-    return trajectory(save_steps * eta, params, saved, stats, config)
+            record = jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y))
+            value = float(record["loss"])
+            loss0 = value if loss0 is None else loss0
+            if not np.isfinite(value):
+                raise _diverged(
+                    f"gradient descent became non-finite at step {k} (t={k * eta:.6g}): the "
+                    f"loss is {value} (it was {loss0:.6g} at step {save_steps[0]}); reduce "
+                    f"eta (got {eta})",
+                    records, save_steps, result,
+                )  # fmt: skip
+            if not warned and abs(value) > DIVERGENCE_GROWTH * abs(loss0) > 0:
+                warned = True
+                warnings.warn(
+                    f"gradient descent diverges: the loss grew {abs(value / loss0):.3g} times "
+                    f"(from {loss0:.6g} to {value:.6g}) by step {k} (t={k * eta:.6g}); eta={eta} "
+                    "is above the stability limit 2/λ_max of the Hessian: reduce eta",
+                    DivergenceWarning,
+                    stacklevel=2,
+                )
+            records.append(record)
+    return result(records, save_steps)

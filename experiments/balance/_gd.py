@@ -2,6 +2,8 @@
 
 One sweep task per step η; the exponent is fitted over the finished ones."""
 
+import warnings
+
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -19,18 +21,20 @@ def gd_task(problem, s, task, ctx) -> tuple[dict, dict]:
     T, eta = s["gd_t1"], task["eta"]
     tqdm.write(f"gradient descent to t={T:.3g}, eta={eta:g} ({round(T / eta)} steps)")
     try:
-        traj = flows.gradient_descent(
-            problem.logistic,
-            problem.net0,
-            T,
-            eta=eta,
-            ts=flows.log_times(T, max(2, s["n_save"] // 2), t_min=eta),
-            max_steps=max(1, round(T / eta)),
-            observables=problem.drift_observables,
-            save_params=False,
-            progress=ctx.progress,
-        )
-    except FloatingPointError as e:
+        with warnings.catch_warnings():  # a diverging η has no drift to fit: one line, exit 2
+            warnings.simplefilter("error", flows.DivergenceWarning)
+            traj = flows.gradient_descent(
+                problem.logistic,
+                problem.net0,
+                T,
+                eta=eta,
+                ts=flows.log_times(T, max(2, s["n_save"] // 2), t_min=eta),
+                max_steps=max(1, round(T / eta)),
+                observables=problem.drift_observables,
+                save_params=False,
+                progress=ctx.progress,
+            )
+    except (FloatingPointError, flows.DivergenceWarning) as e:
         raise UsageError(f"--etas: {e}") from None
     drift_T = float(traj.observables["drift"][-1].sum())
     record = {

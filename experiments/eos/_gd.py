@@ -1,6 +1,7 @@
 """Gradient descent saved at every step, in chunks, stopped where it diverges."""
 
 import dataclasses
+import warnings
 
 import equinox as eqx
 import jax
@@ -28,25 +29,32 @@ def descend(loss, params0, *, eta: float, steps: int, report=lambda t, t1: None)
     """`steps` steps of gradient descent with step `eta` from `params0` (flows.gradient_descent,
     `CHUNK` steps per call), every step saved. It stops at the first step whose loss is not
     finite or exceeds `DIVERGED`·L(0), and reports that step and its loss; when the iterates
-    overflow inside a chunk (non-finite parameters), the last finite step before it."""
+    overflow inside a chunk (non-finite parameters), the last finite step before it.
+    Divergence is detected here (at `DIVERGED`), so `flows.DivergenceWarning` is not shown."""
     chunks, params, done, diverged = [], params0, 0, None
     t1 = steps * eta
     while done < steps and diverged is None:
         n = min(CHUNK, steps - done)
+        failed = None
         try:
-            part = flows.gradient_descent(
-                loss, params, n * eta, eta=eta, ts=eta * np.arange(n + 1), max_steps=n
-            )
-        except FloatingPointError:
-            last = chunks[-1] if chunks else None
-            diverged = {
-                "step": done,
-                "t": done * eta,
-                "loss": float(last.loss[-1]) if last is not None else None,
-                "reason": f"the iterates became non-finite within steps {done} to {done + n}; "
-                "loss is the last finite one",
-            }
-            break
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", flows.DivergenceWarning)
+                part = flows.gradient_descent(
+                    loss, params, n * eta, eta=eta, ts=eta * np.arange(n + 1), max_steps=n
+                )
+        except FloatingPointError as e:
+            # Every step is saved: `partial` holds the finite steps before the failure.
+            failed, part = e, getattr(e, "partial", None)
+            if part is None:
+                last = chunks[-1] if chunks else None
+                diverged = {
+                    "step": done,
+                    "t": done * eta,
+                    "loss": float(last.loss[-1]) if last is not None else None,
+                    "reason": f"the iterates became non-finite within steps {done} to "
+                    f"{done + n}; loss is the last finite one",
+                }
+                break
         bad = ~np.isfinite(part.loss) | (part.loss > DIVERGED * (chunks or [part])[0].loss[0])
         if bad.any():
             j = int(np.argmax(bad))
@@ -60,6 +68,16 @@ def descend(loss, params0, *, eta: float, steps: int, report=lambda t, t1: None)
                 else "the loss became non-finite",
             }
             part = _slice(part, max(keep, 1))
+        elif failed is not None:  # the step after the last finite one is the failure
+            j = len(part.ts)
+            diverged = {
+                "step": done + j,
+                "t": (done + j) * eta,
+                "loss": None,
+                "reason": "the loss became non-finite"
+                if "the loss is" in str(failed)
+                else f"the iterates became non-finite after step {done + j - 1}",
+            }
         chunks.append(part if not chunks else _slice(part, len(part.ts), start=1))
         done += n
         params = part.at(-1)

@@ -1,10 +1,13 @@
 """`experiments.eos.compare` on closed forms: divergence reported at its step with its loss,
 never NaN; bad arguments as one line naming them."""
 
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import flows
 from experiments.eos import compare
 from experiments.eos._gd import DIVERGED, descend
 
@@ -23,11 +26,30 @@ def test_divergent_gd_is_reported_at_the_step_where_the_loss_passes_the_threshol
     k = np.arange(60)[:, None]
     losses = 0.5 * np.sum(LAM * w0**2 * (1 - LAM) ** (2 * k), axis=1)
     step = int(np.argmax(losses > DIVERGED * losses[0]))
-    gd = descend(quadratic, W0, eta=1.0, steps=200)
+    with warnings.catch_warnings():  # the loss grows 4^50 in the first chunk: not shown
+        warnings.simplefilter("error", flows.DivergenceWarning)
+        gd = descend(quadratic, W0, eta=1.0, steps=200)
     assert gd.diverged["step"] == step  # closed form: step 6 here
     assert gd.diverged["loss"] == pytest.approx(losses[step], rel=1e-12)
     assert len(gd.trajectory.ts) == step and np.all(np.isfinite(gd.trajectory.loss))
     np.testing.assert_allclose(gd.trajectory.loss, losses[:step], rtol=1e-12)
+
+
+def test_a_loss_that_jumps_to_inf_at_finite_iterates_stops_at_that_step():
+    # w ↦ −1.5w (η = 2.5 on ½w²): |w| = 1, 1.5, 2.25, and the loss is inf where |w| > 2, at
+    # step 2, before it passes the threshold; the steps before are kept.
+    def jump(params):
+        w = params["w"]
+        return 0.5 * jnp.sum(w**2) + jnp.where(jnp.abs(w[0]) > 2.0, jnp.inf, 0.0)
+
+    gd = descend(jump, {"w": jnp.array([1.0])}, eta=2.5, steps=10)
+    assert gd.diverged == {
+        "step": 2,
+        "t": 5.0,
+        "loss": None,
+        "reason": "the loss became non-finite",
+    }
+    np.testing.assert_array_equal(gd.trajectory.loss, [0.5, 1.125])
 
 
 def test_compare_records_divergence_and_writes_no_nan():
