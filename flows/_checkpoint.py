@@ -38,14 +38,26 @@ def atomic_savez(path: str, **arrays) -> None:
     os.replace(tmp, path)
 
 
-def check_path(path: str) -> None:
-    """Before a solve: `path` must be a readable checkpoint or a file that can be written (its
-    folder made if missing), so that a bad path fails now, not after the first chunk's work.
-    **Raises:** `ValueError` naming `checkpoint`."""
+def check_path(path) -> str:
+    """Before a solve: `path` (a str or `os.PathLike`) must be a readable checkpoint or a file
+    that can be written, so that a bad path fails now, not after the first chunk's work. A
+    missing folder is created (with its parents), as `--out` folders are. Returns the path as
+    a str. **Raises:** `TypeError` naming `checkpoint` for a value that is not a path (an int
+    would name an open file descriptor to `os.path`); `ValueError` naming `checkpoint` for an
+    empty path, a folder, or a place that cannot be written."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(
+            f"checkpoint must be the path of an .npz file (a str or os.PathLike), got "
+            f"{type(path).__name__} {path!r}"
+        )
+    if not path or path.endswith(("/", os.sep)):
+        raise ValueError(f"checkpoint must be the path of an .npz file, got {path!r}")
     if os.path.exists(path):
         if os.path.isdir(path):
             raise ValueError(f"checkpoint {path!r} is a folder; give the path of an .npz file")
-        return
+        return path
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -56,6 +68,7 @@ def check_path(path: str) -> None:
         raise ValueError(
             f"checkpoint {path!r}: cannot write in {folder!r} ({e.strerror or e})"
         ) from None
+    return path
 
 
 def load(path: str):

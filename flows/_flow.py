@@ -170,7 +170,8 @@ def gradient_flow(
       resumes from it, mid-chunk too (the step size is re-estimated), but only
       if it was written for this problem: its fingerprint (the start state, every setting
       but `max_steps`, the save times, the pytree structure, the loss and the gradient at
-      the start) must match, else `ValueError` naming the file and what differs.
+      the start) must match, else `ValueError` naming the file and what differs. A str or
+      `os.PathLike`; a missing folder is created (with its parents).
 
     **Returns:** a `Trajectory`.
 
@@ -183,7 +184,9 @@ def gradient_flow(
     - `TypeError` for a keyword that is neither an argument nor a setting, and naming `loss`
       when it does not return one float64 scalar (a vector, a tuple, a float32, integer or
       complex one).
-    - `ValueError` naming `checkpoint` for a file written for another problem.
+    - `ValueError` naming `checkpoint` for a file written for another problem, a folder, an
+      empty path or a place that cannot be written; `TypeError` naming `checkpoint` for a
+      value that is not a path (an int, say).
     - `ZeroGradientWarning` (a warning) when the gradient is exactly zero at the start, so
       that the flow stays there.
     - `FloatingPointError` with the time reached and what happened: the step size collapsed

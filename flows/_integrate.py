@@ -250,9 +250,9 @@ def integrate(
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     dt0 = None  # the first step of a segment that starts the solver afresh (None: diffrax's)
     have = 0  # save times already saved (a checkpoint written within a chunk holds some)
-    stamp = None if checkpoint is None else _checkpoint.fingerprint(field, y0, ts, save, settings)
     if checkpoint is not None:
-        _checkpoint.check_path(checkpoint)
+        checkpoint = _checkpoint.check_path(checkpoint)
+    stamp = None if checkpoint is None else _checkpoint.fingerprint(field, y0, ts, save, settings)
     if checkpoint is not None and os.path.exists(checkpoint):
         done, t_start, phase, y, saved_leaves = _checkpoint.read(
             checkpoint, stamp, jax.tree.structure(y0), save_def.num_leaves, stats

@@ -139,7 +139,8 @@ def filippov_flow(
       exists when the call starts, the solve resumes from it, but only if it was written for
       this problem (the start state, every setting but `max_steps`, the save times, the
       model's structure, the data and the loss at the start), else `ValueError` naming the
-      file and what differs.
+      file and what differs. A str or `os.PathLike`; a missing folder is created (with its
+      parents); `TypeError` naming `checkpoint` for a value that is not a path.
 
     **Returns:** a `Trajectory` (as `gradient_flow`). `stats` has `num_steps`,
     `num_accepted_steps`, `num_rejected_steps`, `events`, `crossings`, `sliding_entries`,
@@ -199,9 +200,9 @@ def filippov_flow(
     pieces.sign = np.where(np.asarray(Xt @ B0.T) > 0, 1.0, -1.0)
     saved, saved_ts, sliding_at, t, done = [], [], [], 0.0, 0
     dt0 = None
-    stamp = None if checkpoint is None else _fingerprint(model, field, y, ts, settings)
     if checkpoint is not None:
-        check_path(checkpoint)
+        checkpoint = check_path(checkpoint)
+    stamp = None if checkpoint is None else _fingerprint(model, field, y, ts, settings)
     if checkpoint is not None and os.path.exists(checkpoint):
         t, y, dt0, done = _resume(checkpoint, stamp, pieces, saved, saved_ts, sliding_at)
     else:
