@@ -72,11 +72,16 @@ def check_finite(name: str, tree) -> None:
                 raise ValueError(f"{name} contains non-finite values (NaN or inf)")
 
 
-def check_observables(observables) -> tuple:
+def check_observables(observables, params=None) -> tuple:
     """`observables` (`{name: fn(params) -> array}`, or None) as sorted `(name, fn)` pairs.
+    With `params` (the start of the flow), each is also traced once on it
+    (`equinox.filter_eval_shape`: no computation), so that an observable written for another
+    model fails now, in one line naming it, not inside the solve.
     **Raises:** `TypeError` naming `observables` (not a dict) or the entry whose value is not
     a function (a list of functions used to fail as "'list' object has no attribute
-    'items'", a string as "'str' object is not callable" inside the solve)."""
+    'items'", a string as "'str' object is not callable" inside the solve); `ValueError`
+    naming `observables['name']` when it fails on `params` (a shape mismatch: written for
+    another model) and `TypeError` naming it when it returns no number (a str, None)."""
     if observables is None:
         return ()
     if not isinstance(observables, Mapping):
@@ -92,7 +97,36 @@ def check_observables(observables) -> tuple:
                 f"observables[{name!r}] must be a function of the parameters, got "
                 f"{type(fn).__name__}"
             )
+        if params is not None:
+            _check_observable(name, fn, params)
     return tuple(sorted(observables.items()))
+
+
+def _check_observable(name: str, fn, params) -> None:
+    import equinox as eqx
+
+    try:
+        out = eqx.filter_eval_shape(fn, params)
+    except Exception as e:  # whatever the user's function raises on these parameters
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise ValueError(
+            f"observables[{name!r}] fails on the parameters of this flow ({type(e).__name__}: "
+            f"{first}); is it written for another model?"
+        ) from None
+    leaves = jax.tree.leaves(out)
+    numeric = (bool, int, float, complex, np.number, np.bool_)
+    for leaf in leaves:
+        dtype = getattr(leaf, "dtype", None)
+        ok = isinstance(leaf, numeric) or (
+            dtype is not None and (jnp.issubdtype(dtype, jnp.number) or dtype == jnp.bool_)
+        )
+        if not ok:
+            raise TypeError(
+                f"observables[{name!r}] must return numbers (an array or a pytree of arrays), "
+                f"got {type(leaf).__name__} {leaf!r:.60}"
+            )
+    if not leaves:
+        raise TypeError(f"observables[{name!r}] must return numbers, got {out!r:.60}")
 
 
 def check_ts(ts, t1: float) -> np.ndarray:

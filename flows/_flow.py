@@ -207,7 +207,7 @@ def gradient_flow(
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
-    obs = check_observables(observables)
+    obs = check_observables(observables, params0)
     # One flat state vector: diffrax's per-step work is then a few array operations, not a
     # few per leaf (measured: docs/performance.md).
     spec = FlatSpec.of(trainable)

@@ -136,7 +136,7 @@ def gradient_descent(
     check_finite("params0", trainable)
     check_loss(loss, params0)
     field = _GradientField(loss, static)
-    recorder = _Recorder(loss, check_observables(observables), save_params, static)
+    recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
 
     def result(records, steps) -> Trajectory:
         saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)

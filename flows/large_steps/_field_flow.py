@@ -23,7 +23,7 @@ def field_flow(make_field, loss, params0, t1, *, settings, ts, observables, save
     check_finite("params0", trainable)
     check_loss(loss, params0)
     spec = FlatSpec.of(trainable)
-    obs = check_observables(observables)
+    obs = check_observables(observables, params0)
     saved, _, stats = integrate(
         make_field(loss, static, spec),
         spec.ravel(trainable),

@@ -177,6 +177,7 @@ def filippov_flow(
     X, Y = _check_data(data, form.in_size)
     a0, B0, c0 = form.pack(model)
     check_finite("model", (a0, B0, c0))
+    check_observables(observables, model)  # now, not after the solve
     Xt = form.inputs(X)
     n, m = Xt.shape[0], a0.shape[0]
     field = PieceField(

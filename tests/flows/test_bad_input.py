@@ -45,6 +45,15 @@ def test_gradient_flow_rejects_bad_arguments(kwargs, match):
         ({"observables": {"x": "norm"}}, TypeError,
          "observables['x'] must be a function of the parameters, got str"),
         ({"ts": ["a", "b"]}, ValueError, "ts must be an array of flow times, got ['a', 'b']"),
+        # an observable of another model (3 weights, not 2): traced on params0 before the solve
+        ({"observables": {"proj": lambda w: w @ jnp.ones(3)}}, ValueError,
+         "observables['proj'] fails on the parameters of this flow (TypeError: dot_general "
+         "requires contracting dimensions to have the same shape, got (2,) and (3,).); is it "
+         "written for another model?"),
+        ({"observables": {"s": lambda w: "norm"}}, TypeError,
+         "observables['s'] must return numbers (an array or a pytree of arrays), got str 'norm'"),
+        ({"observables": {"n": lambda w: None}}, TypeError,
+         "observables['n'] must return numbers, got None"),
     ],
 )  # fmt: skip
 def test_gradient_flow_and_descent_name_bad_observables_and_ts(kwargs, error, message):

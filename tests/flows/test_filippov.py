@@ -289,6 +289,14 @@ def test_bad_data_and_horizon_are_named(data, t1, match):
         flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), data, t1)
 
 
+def test_an_observable_of_another_model_is_refused_before_the_solve():
+    # It used to fail after the whole solve, inside a vmap over the saved states.
+    with pytest.raises(ValueError, match=r"^observables\['w'\] fails on the parameters"):
+        flows.nonsmooth.filippov_flow(
+            _neuron(1.0, [0.3, 0.5]), (X, Y), 1.0, observables={"w": lambda m: m.nope}
+        )
+
+
 def test_implicit_solver_is_refused_naming_the_explicit_ones():
     with pytest.raises(ValueError, match="solver.*explicit.*tsit5.*kvaerno5"):
         flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), 1.0, solver="kvaerno5")
