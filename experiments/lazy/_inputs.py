@@ -3,8 +3,10 @@
 import os
 
 import jax
+import numpy as np
 
 import models
+from flows._checks import check_number
 
 from .. import _data
 from .._options import UsageError
@@ -82,3 +84,76 @@ def build_model(s: dict, in_size: int):
             in_size, s["width"], s["depth"], activation=s["activation"], bias=False, key=key
         )
     return models.symmetrize(net, s["symmetrize"])
+
+
+#: `experiments.lazy.run`'s numeric options and their kinds (the CLI's argparse types them).
+USER_NUMBERS = {
+    "n_alpha": int, "t1": float, "loss_decades": float, "n_times": int, "rtol": float,
+    "atol": float, "max_steps": int, "nodes": int, "rate_window": float, "lip_radius": float,
+    "seed": int,
+}  # fmt: skip
+
+
+def _array(name: str, value) -> np.ndarray:
+    try:
+        out = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        what = type(value).__name__
+        raise ValueError(f"{name} must be an array of numbers, got {what}") from None
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    return out
+
+
+def _pair(name: str, value, what: str):
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        size = f" of {len(value)}" if isinstance(value, (tuple, list)) else ""
+        raise ValueError(f"{name} must be a pair {what}, got a {type(value).__name__}{size}")
+    return value
+
+
+def user_inputs(data, heldout, alphas, options: dict):
+    """The checks of `experiments.lazy.run`'s own arguments, before any folder or
+    computation: `(X, Y, X_test, Y_test, alphas)` as float64 arrays and a list of floats (or
+    None). X `(n, d)`, n ≥ 1; Y `(n,)` or `(n, k)`; `heldout` `(n', d)` or a pair with Y'
+    shaped as Y; `alphas` a sequence of numbers (not a str); the numeric `options` numbers
+    (`USER_NUMBERS`), `solver` a str. **Raises:** `ValueError` (`TypeError` for `alphas` or
+    an option of the wrong type) naming the argument."""
+    X, Y = _pair("data", data, "(X (n, d), Y (n,) or (n, k))")
+    X, Y = _array("data X", X), _array("data Y", Y)
+    if X.ndim != 2 or len(X) == 0:
+        raise ValueError(f"data X must have shape (n, d) with n >= 1, got {X.shape}")
+    if Y.ndim not in (1, 2) or len(Y) != len(X):
+        raise ValueError(f"data Y must have shape ({len(X)},) or ({len(X)}, k), got {Y.shape}")
+    X_test, Y_test = None, np.zeros((0,))
+    if heldout is not None:
+        pair = isinstance(heldout, (tuple, list))
+        if pair:
+            _pair("heldout", heldout, "(X' (n', d), Y'), or the inputs X' alone")
+        name = "heldout X" if pair else "heldout"
+        X_test = _array(name, heldout[0] if pair else heldout)
+        if X_test.ndim != 2 or len(X_test) == 0 or X_test.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"{name} must have shape (n', {X.shape[1]}) with n' >= 1 (the inputs of data "
+                f"have {X.shape[1]} features), got {X_test.shape}"
+            )
+        if pair:
+            Y_test = _array("heldout Y", heldout[1])
+            if Y_test.shape != (len(X_test), *Y.shape[1:]):
+                raise ValueError(
+                    f"heldout Y must have shape {(len(X_test), *Y.shape[1:])} (as data Y), "
+                    f"got {Y_test.shape}"
+                )
+    if alphas is not None:
+        if isinstance(alphas, (str, bytes)) or not np.iterable(alphas):
+            raise TypeError(
+                f"alphas must be a sequence of numbers such as [1, 10, 100], got "
+                f"{type(alphas).__name__} {alphas!r:.40}"
+            )
+        alphas = [check_number("alphas", a) for a in alphas]
+    for key, kind in USER_NUMBERS.items():
+        if options.get(key) is not None:
+            options[key] = check_number(key, options[key], kind)
+    if options.get("solver") is not None and not isinstance(options["solver"], str):
+        raise TypeError(f"solver must be a str, got {type(options['solver']).__name__}")
+    return X, Y, X_test, Y_test, alphas

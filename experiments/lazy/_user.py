@@ -3,13 +3,12 @@
 import argparse
 import re
 
-import numpy as np
-
 from .. import _sweep
 from .._files import sha256
 from .._options import UsageError
 from .._run_folder import check_resumed_digest, open_run
 from ._cli import DEFAULTS, settings, with_solve
+from ._inputs import user_inputs
 
 # The settings a user may give (the rest describe the CLI's own data and nets).
 OPTIONS = (
@@ -82,9 +81,12 @@ def run(
 
     **Returns:** the run folder's path.
 
-    **Raises:** `ValueError` naming the argument for bad settings, data or a model whose
-    outputs do not fit `Y` (as `lazy_comparison`), or an `out` that holds another run (give
-    `resume=True`); `RuntimeError` if the report stage fails (the finished α stay).
+    **Raises:** `ValueError` naming the argument for bad settings, data (shapes, NaN, a
+    `heldout` of another dimension: checked before any folder is made, `_inputs.user_inputs`)
+    or a model whose outputs do not fit `Y` (as `lazy_comparison`), or an `out` that holds
+    another run (give `resume=True`); `TypeError` for `alphas` that is not a sequence of
+    numbers (a str such as "1,10" is refused: that is the CLI's spelling); `RuntimeError` if
+    the report stage fails (the finished α stay).
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thms 2.2, 2.4 and Prop. A.1.
     """
@@ -97,16 +99,15 @@ def run(
         symmetrize = getattr(model, "how", None)
     if symmetrize not in (None, "doubled", "centred"):
         raise ValueError(f"symmetrize must be 'doubled', 'centred' or None, got {symmetrize!r}")
+    X, Y, X_test, Y_test, alphas = user_inputs(data, heldout, alphas, options)
     kinked = kinked_form(model) is not None
-    given = {**options, "alphas": None if alphas is None else [float(a) for a in alphas]}
+    given = {**options, "alphas": alphas}
     given.setdefault("solver", "tsit5" if kinked else "exprk4")
     args = argparse.Namespace(**{**DEFAULTS, **given, "data": "custom", "out": out})
     args.resume = out if resume else None
     try:
         s = settings(args)
         s.update(data="custom", activation="custom", symmetrize=symmetrize, kinked=kinked)
-        X, Y = (np.asarray(a, dtype=np.float64) for a in data)
-        X_test, Y_test = _heldout(heldout)
         with _sweep.Sweep(workers, scheduler, progress=progress) as sweep:
             defaults = {**DEFAULTS, **_extra(s)}
             folder, stored, s = open_run("lazy", out, args.resume, args, s, defaults)
@@ -131,11 +132,3 @@ def run(
 
 def _extra(s):
     return {k: s[k] for k in ("symmetrize", "kinked", "activation", "data")}
-
-
-def _heldout(heldout):
-    if heldout is None:
-        return None, np.zeros((0,))
-    if isinstance(heldout, tuple):
-        return np.asarray(heldout[0], np.float64), np.asarray(heldout[1], np.float64)
-    return np.asarray(heldout, np.float64), np.zeros((0,))

@@ -61,3 +61,43 @@ def test_lazy_run_linear_loss_matches_the_closed_form(mlp_run):
         closed = flows.lazy.linear_closed_form(model, data, run["alpha"], np.array([0.0, t1]))
         # measured 9.3e-16 relative at every α; tolerance 1e-12
         assert run["final_loss_linearized"] == pytest.approx(closed.loss[-1], rel=1e-12)
+
+
+_X = np.random.default_rng(2).normal(size=(12, 3))
+_Y = np.sin(_X[:, 0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"data": (_X, _Y[:5])}, ValueError, "data Y must have shape (12,) or (12, k), got (5,)"),
+        ({"data": (_X, _Y[:, None, None])}, ValueError,
+         "data Y must have shape (12,) or (12, k), got (12, 1, 1)"),
+        ({"data": (_X[:, 0], _Y)}, ValueError,
+         "data X must have shape (n, d) with n >= 1, got (12,)"),
+        ({"data": _X}, ValueError, "data must be a pair (X (n, d), Y (n,) or (n, k)), got a "
+         "ndarray"),
+        ({"data": (_X, _Y * np.nan)}, ValueError, "data Y contains non-finite values"),
+        ({"heldout": _X[:, :2]}, ValueError, "heldout must have shape (n', 3) with n' >= 1 (the "
+         "inputs of data have 3 features), got (12, 2)"),
+        ({"heldout": (_X[:4], _Y[:3])}, ValueError,
+         "heldout Y must have shape (4,) (as data Y), got (3,)"),
+        ({"alphas": "1,10"}, TypeError,
+         "alphas must be a sequence of numbers such as [1, 10, 100], got str '1,10'"),
+        ({"alphas": 10}, TypeError,
+         "alphas must be a sequence of numbers such as [1, 10, 100], got int 10"),
+        ({"alphas": [1, -1]}, ValueError, "alphas must be > 0, got -1.0"),
+        ({"t1": "10"}, ValueError, "t1 must be a number, got '10'"),
+        ({"n_times": 2.5}, ValueError, "n_times must be an integer, got 2.5"),
+    ],
+)  # fmt: skip
+def test_bad_data_alphas_and_options_are_one_line_naming_them_before_any_folder(
+    kwargs, error, message, tmp_path
+):
+    net = models.TwoLayerNet(3, 4, activation="gelu", key=jax.random.PRNGKey(0))
+    kwargs = {"data": (_X, _Y), **kwargs}
+    out = tmp_path / "run"
+    with pytest.raises(error) as info:
+        experiments.lazy.run(models.symmetrize(net, "doubled"), out=str(out), **kwargs)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    assert not out.exists()
