@@ -112,8 +112,8 @@ class RunFolder:
             )
         if recorded != self.experiment:
             raise UsageError(
-                f"--resume {self.path!r} holds a {config['experiment']} run, not a "
-                f"{self.experiment} run: gradflows run {config['experiment']} --resume {self.path}"
+                f"--resume {self.path!r} holds a run of {recorded}, not of {self.experiment}: "
+                f"resume it with gradflows run {recorded} --resume {self.path}"
             )
         return config
 

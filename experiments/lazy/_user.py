@@ -18,8 +18,11 @@ OPTIONS = (
 
 
 def _plain_error(e: UsageError) -> ValueError:
-    """The CLI's message with the flag spelled as the argument (`--rate-window` → rate_window)."""
-    return ValueError(re.sub(r"--([a-z0-9-]+)", lambda m: m.group(1).replace("-", "_"), str(e)))
+    """The CLI's message with the flag spelled as the argument (`--rate-window` → rate_window);
+    a command it quotes (`gradflows run eos --resume DIR`) is left as typed."""
+    text, command, rest = str(e).partition("gradflows run ")
+    plain = re.sub(r"--([a-z0-9-]+)", lambda m: m.group(1).replace("-", "_"), text)
+    return ValueError(plain + command + rest)
 
 
 def run(

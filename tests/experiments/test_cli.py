@@ -204,6 +204,16 @@ def test_resume_of_a_config_naming_no_experiment_is_refused_as_such(recorded, tm
     )
 
 
+def test_resume_of_another_experiments_run_names_both_and_the_command(tmp_path, capsys):
+    # said "holds a eos run, not a lazy run"
+    (tmp_path / "config.json").write_text(json.dumps({"experiment": "eos", "eta": 0.1}))
+    assert cli("run", "lazy", "--resume", tmp_path) == 2
+    assert capsys.readouterr().err == (
+        f"gradflows run lazy: error: --resume {str(tmp_path)!r} holds a run of eos, not of "
+        f"lazy: resume it with gradflows run eos --resume {tmp_path}\n"
+    )
+
+
 @pytest.mark.parametrize("name", list(TINY))
 def test_an_out_that_cannot_be_made_is_refused_before_any_work(name, tmp_path, capsys):
     # was found only when the folder was made: for lazy after the data and Σ's constants

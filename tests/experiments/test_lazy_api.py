@@ -101,3 +101,16 @@ def test_bad_data_alphas_and_options_are_one_line_naming_them_before_any_folder(
         experiments.lazy.run(models.symmetrize(net, "doubled"), out=str(out), **kwargs)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
     assert not out.exists()
+
+
+def test_resuming_another_experiments_run_names_it_and_keeps_the_command(tmp_path):
+    (tmp_path / "config.json").write_text('{"experiment": "eos", "eta": 0.1}')
+    net = models.TwoLayerNet(3, 4, activation="gelu", key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError) as info:
+        experiments.lazy.run(
+            models.symmetrize(net, "doubled"), (_X, _Y), out=str(tmp_path), resume=True
+        )
+    assert str(info.value) == (
+        f"resume {str(tmp_path)!r} holds a run of eos, not of lazy: resume it with "
+        f"gradflows run eos --resume {tmp_path}"
+    )
