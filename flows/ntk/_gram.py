@@ -89,7 +89,8 @@ def ntk_gram(
     float64, not divided by n. The methods agree to round-off.
 
     **Raises:** `ValueError` for an unknown `method`, "layers" on a model that is not a
-    `models.MLP`, or `memory` < 1.
+    `models.MLP`, `memory` < 1, or naming `X` when it is not `(n, d)` with n ≥ 1 or holds
+    NaN or inf (Σ would be NaN).
 
     **Reference:** Chizat, Oyallon & Bach 2019, §2 (Σ(w) = Dh(w)Dh(w)ᵀ); Jacot, Gabriel &
     Hongler 2018 (the NTK); Novak, Sohl-Dickstein & Schoenholz 2022, "Fast finite width
@@ -101,9 +102,16 @@ def ntk_gram(
         raise ValueError(f"memory must be an integer number of bytes >= 1, got {memory!r}")
     if method == "layers" and not isinstance(model, MLP):
         raise ValueError(f"method='layers' needs a models.MLP, got {type(model).__name__}")
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must have shape (n, d), got {X.shape}")
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"X must be an array of numbers, got {type(X).__name__}") from None
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"X must have shape (n, d) with n >= 1, got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(
+            f"X contains non-finite values (NaN or inf) in {int(np.sum(~np.isfinite(X)))} entries"
+        )
     if method == "auto":
         p = sum(int(leaf.size) for leaf in jax.tree.leaves(partition(model)[0]))
         k = 1 if isinstance(model, MLP) else _outputs_per_input(model, X)

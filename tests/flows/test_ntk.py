@@ -75,6 +75,24 @@ def test_bad_arguments_raise(kwargs, match):
         flows.ntk.ntk_gram(model, _inputs(), **kwargs)
 
 
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        (np.zeros((0, 5)), "X must have shape (n, d) with n >= 1, got (0, 5)"),
+        (np.ones(5), "X must have shape (n, d) with n >= 1, got (5,)"),
+        (np.where(np.eye(3, 5) > 0, np.nan, 1.0), "X contains non-finite values (NaN or inf) in 3 "
+         "entries"),
+        ([["a"] * 5], "X must be an array of numbers, got list"),
+    ],
+)  # fmt: skip
+def test_empty_or_non_finite_X_is_refused_naming_X(X, message):
+    model = models.MLP(5, 3, 1, key=jax.random.PRNGKey(0))
+    for method in ("auto", "layers", "blocks"):  # was NaN Σ, or an empty one, silently
+        with pytest.raises(ValueError) as info:
+            flows.ntk.ntk_gram(model, X, method=method)
+        assert str(info.value) == message
+
+
 def test_empirical_ntk_at_init_converges_to_ntk_infinite_at_rate_minus_one_half():
     # ReLU at the edge of chaos (σ_w² = 2), NTK parameterisation, one hidden layer: K_m is a
     # mean of m i.i.d. terms with mean K∞, so E‖K_m − K∞‖ ∝ m^(−1/2) (central limit theorem).
