@@ -5,7 +5,11 @@ collapsed while the state stayed bounded (a kink, or stiffness beyond the solver
 really grew (a blow-up), or it became non-finite. The advice for an exhausted step budget
 fits the solver in use and the rejected-step rate."""
 
-from ._solver._solvers import EXPONENTIAL, IMPLICIT
+from ._solver._solvers import EXPONENTIAL, IMPLICIT, SEMILINEAR
+
+#: Exponential integrators, whose steps stiffness does not limit: exprb32, and exprk4 on the
+#: semilinear fields that carry their stiff linear part (the lazy pair).
+_EXPONENTIAL = EXPONENTIAL + SEMILINEAR
 
 #: Below dtmin·max(1, t) a proposed step counts as collapsed (t the time reached): a few
 #: hundred float64 ulps of t, where further steps cannot advance the time meaningfully.
@@ -63,7 +67,7 @@ def max_steps_advice(phase: str, settings, stats) -> str:
             f"Hessian-vector products ({stats.jvp_evals} used in all), and a solve that "
             "exhausts it rejects the step: raise gmres_max_iters if the flow is smooth"
         )
-    elif phase in EXPONENTIAL:
+    elif phase in _EXPONENTIAL:
         advice.append(
             f"solver={phase!r} is exponential, so stiffness does not limit its steps; its "
             "steps are limited by the nonlinearity of the flow, where a higher-order solver "
@@ -113,7 +117,7 @@ def collapse_message(
             f"Newton–GMRES solves may be failing: each is capped at gmres_max_iters="
             f"{settings.kvaerno5.gmres_max_iters} Hessian-vector products"
         )
-    elif phase in EXPONENTIAL:
+    elif phase in _EXPONENTIAL:
         advice = (
             f"solver={phase!r} follows stiffness exactly, so a kink is the likely cause: a "
             "smooth activation (gelu, softplus) or flows.nonsmooth.filippov_flow for "

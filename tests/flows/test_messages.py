@@ -9,7 +9,7 @@ import pytest
 
 import flows
 import models
-from flows._failures import FEW_STEPS, max_steps_advice
+from flows._failures import FEW_STEPS, collapse_message, max_steps_advice
 
 X = jnp.array([[1.0, 0.2, -0.4], [-0.3, 0.8, 0.1], [0.5, -1.0, 0.9], [0.2, 0.3, -0.7]])
 Y = jnp.sin(X[:, 0])
@@ -85,3 +85,14 @@ def test_a_loss_that_is_not_a_float_scalar_is_refused_naming_loss(loss, message)
         flows.gradient_flow(loss, NET, 1.0)
     with pytest.raises(TypeError, match=message):
         flows.gradient_descent(loss, NET, 1.0, eta=0.1)
+
+
+@pytest.mark.parametrize("solver", ["exprb32", "exprk4"])
+def test_exponential_solvers_get_the_exponential_advice_not_use_a_stiff_solver(solver):
+    # exprk4 used to be told "solver='exprk4' is explicit ... use solver='auto', 'exprb32'".
+    stats = flows.SolveStats(num_steps=300, num_rejected_steps=10)
+    advice = max_steps_advice(solver, flows.SolveSettings(), stats)
+    assert f"solver={solver!r} is exponential, so stiffness does not limit its steps" in advice
+    assert "is explicit" not in advice and "use solver=" not in advice
+    message = collapse_message(solver, flows.SolveSettings(), 5.0, 1e-13, 1.0, 1.2, 0.3)
+    assert f"solver={solver!r} follows stiffness exactly" in message
