@@ -41,9 +41,17 @@ def _main(argv) -> int:
     sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="name the experiments")
     run = sub.add_parser("run", help="run an experiment: gradflows run NAME --help")
-    run.add_argument("experiment", choices=list(EXPERIMENTS))
+    run.add_argument(
+        "experiment", nargs="?", choices=list(EXPERIMENTS), metavar="NAME",
+        help=f"the experiment: {', '.join(EXPERIMENTS)}",
+    )  # fmt: skip
     run.add_argument("options", nargs=argparse.REMAINDER, help="the experiment's options")
     args = top.parse_args(argv)
+    if args.command == "run" and args.experiment is None:  # argparse named `options` too
+        run.error(
+            f"name the experiment to run, one of {', '.join(EXPERIMENTS)}: gradflows run NAME "
+            "(gradflows run NAME --help for its options)"
+        )
     if args.command == "list":
         for name, module in EXPERIMENTS.items():
             print(f"{name:10s} {importlib.import_module(module).DESCRIPTION}")

@@ -204,6 +204,17 @@ def test_resume_of_a_config_naming_no_experiment_is_refused_as_such(recorded, tm
     )
 
 
+def test_run_without_an_experiment_names_them_not_argparse_internals(capsys):
+    # said "the following arguments are required: experiment, options"
+    with pytest.raises(SystemExit) as info:
+        _cli.main(["run"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (
+        "gradflows run: error: name the experiment to run, one of lazy, portrait, balance, ntk, "
+        "eos: gradflows run NAME (gradflows run NAME --help for its options)\n"
+    )
+
+
 def test_resume_of_another_experiments_run_names_both_and_the_command(tmp_path, capsys):
     # said "holds a eos run, not a lazy run"
     (tmp_path / "config.json").write_text(json.dumps({"experiment": "eos", "eta": 0.1}))
