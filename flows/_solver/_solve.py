@@ -8,8 +8,10 @@ import diffrax as dfx
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._cacheable import errors_as_nan
+from ._clip_floor import one_step_clip_floor
 from ._controller import step_memory_pid
 
 
@@ -78,13 +80,18 @@ def solve_span(
     that ends the solve early. `max_steps` (at most this many steps) is traced, as are the
     times and `ts` (of any fixed length): one compilation serves every horizon and budget.
     """
-    budget = jnp.asarray(max_steps, jnp.int32)
-    with errors_as_nan():  # programs the persistent compilation cache can keep
-        if state is None:  # built apart, so that every call compiles the one program below
-            state = _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
+    # numpy, not jnp.asarray: a conversion on the device would compile a program of its own
+    budget = np.asarray(max_steps, np.int32)
+    start = state is None
+    if start:  # a placeholder of the state's shapes: the program makes the state itself
+        state = _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args)
+    first_step = np.asarray(np.nan if dt0 is None else dt0, np.float64)
+    # programs the persistent compilation cache can keep, without diffrax's 100-link chain
+    with errors_as_nan(), one_step_clip_floor():
         return _solve_span(
-            field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
-        )
+            field, save, y0, t0, t1, ts, state, np.asarray(start), first_step, solver,
+            rtol, atol, dtmin, budget, args, event,
+        )  # fmt: skip
 
 
 @eqx.filter_jit
@@ -101,6 +108,28 @@ def _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
     # Python scalars in the state (a first-step flag) as arrays, as a finished solve returns
     # them: a static value would give the first call a program of its own.
     return jax.tree.map(jnp.asarray, (solver_state, controller_state, False))
+
+
+def _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
+    """`_initial_state` inside a solve program, with `dt0` a traced scalar: NaN for
+    diffrax's initial step selection (two field evaluations, made only then)."""
+
+    def chosen():
+        return _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, None, args)
+
+    def given():
+        return _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
+
+    return jax.lax.cond(jnp.isnan(dt0), chosen, given)
+
+
+def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
+    """Zeros of the shapes and dtypes of `_initial_state` (traced, never compiled), as
+    numpy arrays: no program is compiled to make them."""
+    shapes = eqx.filter_eval_shape(
+        _initial_state, field, y0, t0, t1, solver, rtol, atol, dtmin, None, args
+    )
+    return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
 
 def _before(save, t1, shapes):
@@ -131,8 +160,26 @@ def _with_end(save, ts, t1, sol, args):
 
 @eqx.filter_jit
 def _solve_span(
+    field, save, y0, t0, t1, ts, state, start, dt0, solver, rtol, atol, dtmin, budget, args,
+    event,
+) -> Span:  # fmt: skip
+    """One program for the first span and every resumed one: with `start` (a traced bool)
+    the state is made here (`_start`, with `dt0`) instead of taken from `state`."""
+
+    def made():
+        return _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
+
+    state = jax.lax.cond(start, made, lambda: state)
+    return solve_from_state(
+        field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
+    )
+
+
+def solve_from_state(
     field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, budget, args, event
 ) -> Span:
+    """The solve from `state` (traced inside a caller's program: `_solve_span`, and the
+    Filippov pieces of `flows.nonsmooth._loop`, which make their state with `_initial_state`)."""
     solver_state, controller_state, made_jump = state
     dt0 = jnp.minimum(controller_state[1], t1 - t0)
     controller_state = (*controller_state[:2], jnp.zeros((), jnp.int32))  # a new budget

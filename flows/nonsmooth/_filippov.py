@@ -37,6 +37,7 @@ from .._losses import SquaredLoss, get_loss
 from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._cacheable import errors_as_nan
+from .._solver._clip_floor import one_step_clip_floor
 from .._solver._solve import save_state, solve_span
 from .._solver._solvers import EVALS_PER_STEP, EXPLICIT, make_solver
 from ._event_root import BeyondSecant
@@ -235,7 +236,7 @@ def filippov_flow(
         while done < len(ts):
             if not solve_here:  # a run of pieces ending in crossings, in one compiled call
                 c = pieces.counts
-                with errors_as_nan():
+                with errors_as_nan(), one_step_clip_floor():
                     run = crossing_run(
                         field, solver, dfx.Event(field.event, root_finder=_ROOT, direction=False),
                         y, jnp.asarray(t), jnp.asarray(t1), jnp.asarray(dt0),

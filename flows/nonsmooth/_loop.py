@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._solver._solve import _initial_state, _solve_span, save_state
+from .._solver._solve import _initial_state, save_state, solve_from_state
 from ._pieces import _AT_KINK, _SLACK, check_chatter, inspect_at
 
 _WINDOW = 8  # save times a piece of the loop saves at (the host's `_SAVE_WINDOW`)
@@ -108,7 +108,7 @@ def crossing_run(field, solver, event, y, t, t1, dt0, mode, ts, done, rtol, atol
         md = eqx.tree_at(lambda m_: (m_.sign, m_.slack), mode, (c.sign, c.slack))
         window = jax.lax.dynamic_slice(ts, (c.done,), (_WINDOW,))
         state = _initial_state(field, c.y, c.t, t1, solver, rtol, atol, dtmin, c.dt0, md)
-        span = _solve_span(
+        span = solve_from_state(
             field, save_state, c.y, c.t, t1, window, state, solver, rtol, atol, dtmin, steps,
             md, event,
         )  # fmt: skip

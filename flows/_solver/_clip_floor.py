@@ -1,0 +1,99 @@
+"""diffrax's end-of-interval threshold in one step instead of a chain of 100.
+
+`diffrax.diffeqsolve` rounds a step that ends within 100 ULPs of `t1` up to `t1`, and computes
+that threshold, `t1` minus 100 ULPs, as 100 chained `equinox.internal.prevbefore` calls
+(`diffrax._integrate.loop`). With a traced `t1` (one compilation for every horizon) all 100
+reach XLA: about a third of the StableHLO operations of a Tsit5 solve program of a small
+network (1,439 → 971), compiled on every first call. No diffrax option or controller changes
+it; the threshold is computed from `t1` before any controller is consulted.
+
+`one_step_clip_floor` replaces `equinox.internal.prevbefore`, only for the thread tracing
+inside the block, by a function whose k-th call on a chain started at `x` returns
+`prevbefore` applied k times to `x` in one step: for finite |x| ≥ 2⁻¹⁰²¹ the float64 bit
+pattern moves by k (towards -inf), and anywhere else (zero, subnormals, inf, NaN) the original
+function is iterated k times in a `fori_loop`. Every call returns the bits the original chain
+would, so results are bit-identical (`tests/flows/test_clip_floor.py`); the first 99 links of
+the chain are then unused and JAX drops them before lowering. Other threads, and this one
+outside the block, see the original function. The block is re-entrant; the module attribute
+is swapped while any block is open and restored when the last one closes.
+"""
+
+import contextlib
+import functools
+import threading
+
+import equinox.internal as eqxi
+import jax
+import jax.numpy as jnp
+
+_ORIGINAL = eqxi.prevbefore
+_LOCK = threading.Lock()
+_OPEN = 0  # blocks open in all threads
+_LOCAL = threading.local()  # .depth, .chain: {id(result): (result, root, k)}
+_ORDINARY = 2.0**-1021  # below, 100 ULPs down could leave the normal floats (or cross 0)
+
+
+def _iterate(x, k: int):
+    return jax.lax.fori_loop(0, k, lambda _, v: _ORIGINAL(v), x)
+
+
+def _down(x, k: int):
+    """`_ORIGINAL` applied `k` times to the float scalar or array `x`, in one step where
+    that is exact (see the module docstring)."""
+    x = jnp.asarray(x)
+    if x.dtype != jnp.float64:  # the bit trick below is for float64
+        return _iterate(x, k)
+    bits = jax.lax.bitcast_convert_type(x, jnp.int64)
+    moved = jnp.where(x > 0, bits - k, bits + k)  # sign-magnitude: away from +inf
+    fast = jax.lax.bitcast_convert_type(moved, jnp.float64)
+    ordinary = jnp.isfinite(x) & (jnp.abs(x) >= _ORDINARY)
+    if x.ndim == 0:  # the case of diffrax's t1: skip the loop at run time
+        return jax.lax.cond(ordinary, lambda: fast, lambda: _iterate(x, k))
+    return jnp.where(ordinary, fast, _iterate(x, k))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _chained(root, k: int):
+    return _down(root, k)
+
+
+@_chained.defjvp
+def _chained_jvp(k, primals, tangents):  # as the original's: the identity
+    return _chained(primals[0], k), tangents[0]
+
+
+def _prevbefore(x):
+    """`equinox.internal.prevbefore`, collapsing chains in a thread inside the block."""
+    if getattr(_LOCAL, "depth", 0) == 0:
+        return _ORIGINAL(x)
+    link = _LOCAL.chain.get(id(x))
+    root, k = (link[1], link[2] + 1) if link is not None and link[0] is x else (x, 1)
+    out = _chained(root, k)
+    _LOCAL.chain[id(out)] = (out, root, k)
+    return out
+
+
+@contextlib.contextmanager
+def one_step_clip_floor():
+    """Trace the programs made inside this block with diffrax's `t1` − 100 ULPs threshold
+    computed in one step (see the module docstring): same values, a third fewer operations
+    in a solve program. Re-entrant and thread-safe."""
+    global _OPEN
+    with _LOCK:
+        if _OPEN == 0:
+            eqxi.prevbefore = _prevbefore
+        _OPEN += 1
+    depth = getattr(_LOCAL, "depth", 0)
+    if depth == 0:
+        _LOCAL.chain = {}
+    _LOCAL.depth = depth + 1
+    try:
+        yield
+    finally:
+        _LOCAL.depth = depth
+        if depth == 0:
+            _LOCAL.chain = {}  # no tracer outlives its trace here
+        with _LOCK:
+            _OPEN -= 1
+            if _OPEN == 0:
+                eqxi.prevbefore = _ORIGINAL
