@@ -150,7 +150,7 @@ def _join_first_test(first_test, stats, monitor, horizon):
     """Wait for the first stiffness test (λ̂ at y0) and record it; returns None."""
     if first_test is not None:
         stats.stiffness = first_test.result() * horizon
-        stats.jvp_evals += monitor.iters
+        stats.jvp_evals += monitor.hvps  # the first test's: it is joined before any other
     return None
 
 
@@ -293,8 +293,13 @@ def integrate(
                     if cut is not None:  # the rest of a cut call: its end, so the same steps
                         t_stop, blocked, before = cut
                     elif monitor is not None and h_last is not None:
-                        t_stop = min(t_end, t_start + (monitor.steps - since_test) * h_last)
+                        span = (monitor.steps - since_test) * h_last
+                        t_stop = min(t_end, t_start + span)
                         if t_stop - t_start <= 1e-12 * max(1.0, t_start):  # below float64
+                            t_stop = t_end
+                        # The explicit phase goes on to the chunk's end when it is within two
+                        # segments: one diffrax call instead of two, the test at the end.
+                        if phase == monitor.explicit and t_end - t_start <= 2 * span:
                             t_stop = t_end
                     within = pending[ts[pending] <= t_stop]
                     here = within[:SAVE_BLOCK]
@@ -396,12 +401,12 @@ def integrate(
                     if tested:
                         first_test = _join_first_test(first_test, stats, monitor, horizon)
                         since_test = 0
-                        before = counter.evals, counter.jvps, monitor.tests
+                        before = counter.evals, counter.jvps, monitor.hvps
                         probe = prober(t_now, y)
                         new_phase = monitor.decide(phase, field, t_now, y, h_last, probe=probe)
                         stats.grad_evals += counter.evals - before[0]  # trial stiff steps
                         stats.jvp_evals += counter.jvps - before[1]
-                        stats.jvp_evals += monitor.iters * (monitor.tests - before[2])
+                        stats.jvp_evals += monitor.hvps - before[2]  # the test's own
                         if new_phase != phase:
                             # exprb32 starts with the step its trial step said it takes
                             phase, state, dt0 = new_phase, None, monitor.dt0

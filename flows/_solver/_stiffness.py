@@ -108,16 +108,29 @@ def _matvec(field, t, y):
     return lambda v: _hvp(static, arrays, t, v)
 
 
-def krylov(matvec, start: np.ndarray, iters: int, symmetric: bool):
+def _top(H: np.ndarray, symmetric: bool) -> float:
+    """The largest eigenvalue of the symmetric projection `H` (`symmetric`), else the largest
+    modulus of its eigenvalues."""
+    if symmetric:
+        return float(np.linalg.eigvalsh((H + H.T) / 2)[-1])
+    return float(np.max(np.abs(np.linalg.eigvals(H))))
+
+
+def krylov(matvec, start: np.ndarray, iters: int, symmetric: bool, settle: float = 0.0):
     """`(H, V)`: the projection `(m, m)` of the operator `matvec` on the Krylov space of
     `start`, and its orthonormal basis `(m, p)`, m ≤ `iters` vectors (fewer when the space
     turns invariant: happy breakdown), by Lanczos (`symmetric`: each new vector orthogonalised
     against the two latest) or Arnoldi (against all), Gram–Schmidt twice, on the host
-    (Saad 1992; the recurrence of `_krylov.krylov_phi`, without its error estimate)."""
+    (Saad 1992; the recurrence of `_krylov.krylov_phi`, without its error estimate).
+
+    `settle` > 0 also stops once the projection's top eigenvalue (largest modulus for
+    Arnoldi) changes by at most `settle` times itself from one vector to the next (the
+    extreme Ritz values converge first, Saad 1992, §6.6)."""
     m = min(iters, start.size)
     V = np.zeros((m + 1, start.size))
     H = np.zeros((m + 1, m))
     V[0] = start / np.linalg.norm(start)
+    top = None
     for j in range(m):
         w = np.asarray(matvec(V[j]), dtype=V.dtype)
         scale = np.linalg.norm(w)
@@ -129,13 +142,19 @@ def krylov(matvec, start: np.ndarray, iters: int, symmetric: bool):
         H[j + 1, j] = beta = np.linalg.norm(w)
         if beta <= 1e-12 * scale:  # the space is invariant, the projection exact
             return H[: j + 1, : j + 1], V[: j + 1]
+        if settle > 0:
+            last, top = top, _top(H[: j + 1, : j + 1], symmetric)
+            if last is not None and abs(top - last) <= settle * abs(top):
+                return H[: j + 1, : j + 1], V[: j + 1]
         V[j + 1] = w / beta
     return H[:m, :m], V[:m]
 
 
-def lambda_max(field, t, y, previous, rng, iters: int, symmetric: bool = True):
-    """`(λ̂, ritz)`: the largest eigenvalue of −∂field/∂y at (t, y), from `iters` Lanczos steps,
-    and its Ritz vector `(p,)` (the next call's `previous`); `y` may be a pytree, `p` its
+def lambda_max(field, t, y, previous, rng, iters: int, symmetric: bool = True, settle=0.0):
+    """`(λ̂, ritz, m)`: the largest eigenvalue of −∂field/∂y at (t, y), from at most `iters`
+    Lanczos steps (fewer once λ̂ changes by at most `settle` times itself from one step to the
+    next, `krylov`), its Ritz vector `(p,)` (the next call's `previous`), and m, the
+    Hessian-vector products it took; `y` may be a pytree, `p` its
     number of entries. The start is `previous` `(p,)` plus a little of a random vector drawn
     from `rng` (a `numpy.random.Generator`; a start inside an invariant subspace would never
     see a direction that turns stiff outside it), or the random vector alone when `previous`
@@ -150,7 +169,7 @@ def lambda_max(field, t, y, previous, rng, iters: int, symmetric: bool = True):
     p = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y))
     fresh = rng.standard_normal(p)
     start = (0.0 if previous is None else previous) + 0.1 * fresh / np.linalg.norm(fresh)
-    H, V = krylov(_matvec(field, t, y), start, iters, symmetric)
+    H, V = krylov(_matvec(field, t, y), start, iters, symmetric, settle)
     if symmetric:
         vals, vecs = np.linalg.eigh((H + H.T) / 2)
         top = int(np.argmax(vals))
@@ -159,7 +178,7 @@ def lambda_max(field, t, y, previous, rng, iters: int, symmetric: bool = True):
         vals, vecs = np.linalg.eig(H)
         top = int(np.argmax(np.abs(vals)))
         lam, ritz = float(np.abs(vals[top])), np.real(vecs[:, top]) @ V
-    return lam, ritz / max(float(np.linalg.norm(ritz)), 1e-300)
+    return lam, ritz / max(float(np.linalg.norm(ritz)), 1e-300), len(V)
 
 
 @dataclasses.dataclass
@@ -177,7 +196,9 @@ class StiffnessMonitor:
     margin: float = 0.8
     back: float = 0.5
     hvp_cost: float = HVP_COST
-    iters: int = 8
+    iters: int = 8  # at most this many Hessian-vector products a test
+    settle: float = 0.01  # fewer once λ̂ changes by at most this fraction (`krylov`)
+    hvps: int = 0  # Hessian-vector products of the tests so far
     symmetric: bool = True  # the field's Jacobian (Lanczos); False: Arnoldi, see lambda_max
     first: int = 10
     longest: int = 50
@@ -207,8 +228,11 @@ class StiffnessMonitor:
     def lam(self, field, t: float, y) -> float:
         """λ̂ at (t, y), warm-starting Lanczos from the last Ritz vector."""
         rng = np.random.default_rng(self.tests)  # a deterministic start, no program
-        lam, self.start = lambda_max(field, t, y, self.start, rng, self.iters, self.symmetric)
+        lam, self.start, m = lambda_max(
+            field, t, y, self.start, rng, self.iters, self.symmetric, self.settle
+        )
         self.tests += 1
+        self.hvps += m
         self.last = float(lam)
         return self.last
 

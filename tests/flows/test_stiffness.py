@@ -55,8 +55,9 @@ def test_monitor_switches_after_consecutive_tests_both_ways_and_records_h_lambda
     assert [p["error"] for p in monitor.probes] == [1000.0, 2.0]
     assert dt0[3] == pytest.approx(0.9 * 4.0 * 2.0 ** (-1 / 3), rel=1e-12)
     assert [s["to"] for s in monitor.switches] == ["exprb32", "tsit5"]
-    # λ̂ = 10 exactly: Lanczos on 4 distinct eigenvalues (measured |h·λ̂ − 5| = 0, |−6| = 0).
-    np.testing.assert_allclose([s["h_lambda"] for s in monitor.switches], [5.0, 6.0], rtol=1e-10)
+    # λ̂ ≈ 10: Lanczos stops once λ̂ moves by ≤ 1% a product (measured relative errors
+    # 4.0e-6 and 1.1e-5; exact with all 4 products).
+    np.testing.assert_allclose([s["h_lambda"] for s in monitor.switches], [5.0, 6.0], rtol=1e-3)
     assert [s["cost_ratio"] for s in monitor.switches] == pytest.approx([4.0, 4.0])
     # The stiff solver did not pay: the next trial asks twice as many positive tests.
     assert monitor.to_stiff == 4
@@ -177,10 +178,29 @@ def test_lambda_max_of_a_non_symmetric_jacobian_is_its_largest_eigenvalue():
     field = lambda t, y, args: M @ y  # noqa: E731
     y = jnp.ones(6)
     rng = np.random.default_rng(0)
-    lam, ritz = lambda_max(field, 0.0, y, None, rng, 8, symmetric=False)
+    lam, ritz, _ = lambda_max(field, 0.0, y, None, rng, 8, symmetric=False)
     assert lam == pytest.approx(40.0, rel=1e-8)
     assert ritz.shape == (6,) and float(jnp.linalg.norm(ritz)) == pytest.approx(1.0)
     # the Ritz vector is the top eigenvector of −M: (−M)v = 40 v
     assert float(jnp.linalg.norm(-M @ ritz - 40.0 * ritz)) <= 1e-6
-    wrong, _ = lambda_max(field, 0.0, y, None, np.random.default_rng(0), 8, symmetric=True)
+    wrong, _, _ = lambda_max(field, 0.0, y, None, np.random.default_rng(0), 8, symmetric=True)
     assert abs(float(wrong) - 40.0) > 0.4
+
+
+def test_lanczos_stops_once_the_top_ritz_value_settles():
+    # −field has 50 eigenvalues log-spaced over 1e-2…1e2. Stopping once λ̂ moves by ≤ 1% from
+    # one product to the next takes 5–6 products from a random start (seeds 0–4 measured),
+    # with relative errors 6e-4 to 2.3e-3 (bound 3e-2); from the last Ritz vector, 2 products
+    # (error 6e-4). A Ritz value lies inside the spectrum (Cauchy interlacing): λ̂ ≤ 100.
+    from flows._solver._stiffness import lambda_max
+
+    D = jnp.asarray(np.geomspace(1e-2, 1e2, 50))
+    field = lambda t, y, args: -D * y  # noqa: E731
+    y = jnp.ones(50)
+    exact, _, m = lambda_max(field, 0.0, y, None, np.random.default_rng(0), 30, True)
+    assert m == 30 and exact == pytest.approx(100.0, rel=1e-12)
+    for seed in range(5):
+        lam, ritz, m = lambda_max(field, 0.0, y, None, np.random.default_rng(seed), 30, True, 0.01)
+        assert m <= 8 and abs(lam - 100.0) <= 3e-2 * 100.0 and lam <= 100.0 * (1 + 1e-12)
+    lam, _, m = lambda_max(field, 0.0, y, ritz, np.random.default_rng(9), 30, True, 0.01)
+    assert m <= 3 and abs(lam - 100.0) <= 3e-2 * 100.0
