@@ -16,7 +16,7 @@ from tests.experiments.interrupt_runs import (
     start_run,
     wait_for,
 )
-from tests.helpers import gradflows
+from tests.helpers import cli
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +33,9 @@ def test_interrupt_after_finished_work_keeps_it_and_resume_completes(name, tmp_p
     assert "finished" in last
     no_temporaries(folder)
     assert os.path.exists(folder / first)
-    # in this process, as the interrupted run (--workers 0): without it the resumed run
-    # started a local Dask cluster whose workers imported JAX and compiled again (resuming on
-    # Dask: tests/experiments/test_lazy_sweep.py)
-    resumed = gradflows("run", name, "--resume", folder, "--workers", "0")
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err
+    # resumed in this test's process (`main`, as the interrupted run: --workers 0), not in a
+    # new subprocess that imported JAX again (resuming on Dask: test_lazy_sweep.py)
+    assert cli("run", name, "--resume", folder, "--workers", "0") == 0
     if name != "lazy":
         assert json.load(open(folder / "results.json"))["complete"] is True
     else:
