@@ -30,7 +30,13 @@ from .._checkpoint import (
     settings_text,
     summary,
 )
-from .._checks import check_finite, check_float64, check_observables, check_positive
+from .._checks import (
+    check_finite,
+    check_flag,
+    check_float64,
+    check_observables,
+    check_positive,
+)
 from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._losses import SquaredLoss, get_loss
@@ -165,6 +171,8 @@ def filippov_flow(
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     alpha = check_positive("alpha", alpha)
+    progress = check_flag("progress", progress)
+    save_params = check_flag("save_params", save_params)
     name = "tsit5" if settings.name == "auto" else settings.name
     if name not in EXPLICIT:
         raise ValueError(
