@@ -26,6 +26,14 @@ def check_number(name: str, value, kind=float):
     return number
 
 
+def check_flag(name: str, value) -> bool:
+    """`value` if it is a bool (numpy's included), else a `TypeError` naming it: "yes", "no"
+    or 0.5 would be taken by truth value ("no" is true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def check_positive(name: str, value) -> float:
     """`value` as a float, finite and > 0 (`check_number`), or a ValueError naming it."""
     value = check_number(name, value)

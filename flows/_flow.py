@@ -12,7 +12,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_loss, check_observables
+from ._checks import check_finite, check_flag, check_loss, check_observables
 from ._flat import FlatSpec, trainable_of
 from ._integrate import integrate
 from ._settings import SolveSettings, resolve_flow_inputs
@@ -204,6 +204,7 @@ def gradient_flow(
     diffrax's `diffeqsolve` (Kidger 2021, "On Neural Differential Equations", thesis).
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
+    save_params = check_flag("save_params", save_params)
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)

@@ -15,7 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import check_finite, check_loss, check_observables, check_positive, check_ts
+from ._checks import (
+    check_finite,
+    check_flag,
+    check_loss,
+    check_observables,
+    check_positive,
+    check_ts,
+)
 from ._failures import MaxStepsReached
 from ._flat import trainable_of
 from ._flow import Trajectory, _GradientField, _Recorder, trajectory
@@ -117,6 +124,8 @@ def gradient_descent(
     t1 = check_positive("t1", t1)
     eta = check_positive("eta", eta)
     settings = resolve_settings(settings, overrides)
+    save_params = check_flag("save_params", save_params)
+    progress = check_flag("progress", progress)
     n_steps = int(round(t1 / eta))
     if n_steps < 1:
         raise ValueError(f"eta must be <= t1 (at least one step), got eta={eta}, t1={t1}")

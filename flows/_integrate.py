@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checkpoint
+from ._checks import check_flag
 from ._counting import Counter
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._progress import progress_bar
@@ -218,6 +219,7 @@ def integrate(
     what happened (`flows._failures`). Leaves of `save(...)` under an "observables" key may be
     non-finite (an observable undefined at a point); all others must be finite.
     """
+    progress = check_flag("progress", progress)
     solver, rtol, atol = settings.name, settings.rtol, settings.atol
     max_steps, auto, kvaerno5 = settings.max_steps, settings.auto, settings.kvaerno5
     # A Gauss–Legendre solver steps onto every save time (one chunk per save time): it

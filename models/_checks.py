@@ -1,6 +1,7 @@
 """Argument checks shared by the constructors; each raises `ValueError` naming the argument."""
 
 import math
+import os
 
 import equinox as eqx
 import jax
@@ -11,6 +12,38 @@ def positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
+
+
+def float64_array(name: str, array):
+    """`array` as a float64 JAX array: integers are converted (exactly, below 2^53); other
+    floating or complex dtypes (float32) are refused, as `flows.gradient_flow` refuses them:
+    a silent cast would hide a lower-precision model. **Raises:** `ValueError` naming it."""
+    import jax.numpy as jnp
+
+    array = jnp.asarray(array)
+    if jnp.issubdtype(array.dtype, jnp.integer) or array.dtype == jnp.bool_:
+        return array.astype(jnp.float64)
+    if array.dtype != jnp.float64:
+        raise ValueError(
+            f"{name} is {array.dtype}; gradflows computes in float64: pass float64 arrays "
+            f"(np.asarray(w, np.float64)), or build them after importing flows or models"
+        )
+    return array
+
+
+def fits_in_memory(name: str, count: int) -> None:
+    """Refuse a model of `count` float64 parameters that cannot fit in this machine's memory
+    (it would die in the allocator, or later, without saying why). **Raises:** `ValueError`
+    naming `name` with the count and both sizes."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: no limit known
+        return
+    if 8 * count > memory:
+        raise ValueError(
+            f"{name}: the model would have {count:.3g} parameters, {8 * count / 2**30:.3g} GiB "
+            f"in float64, more than this machine's memory ({memory / 2**30:.3g} GiB)"
+        )
 
 
 def positive_float(name: str, value) -> float:

@@ -22,7 +22,9 @@ def _check_dims(dims: Sequence[int]) -> list[int]:
     dims = list(dims)
     if len(dims) < 2:
         raise ValueError(f"dims must have at least 2 entries (d_0, …, d_L), got {dims}")
-    return [_checks.positive_int(f"dims[{i}]", d) for i, d in enumerate(dims)]
+    dims = [_checks.positive_int(f"dims[{i}]", d) for i, d in enumerate(dims)]
+    _checks.fits_in_memory("dims", sum(a * b for a, b in zip(dims[:-1], dims[1:])))
+    return dims
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -41,7 +43,9 @@ class DeepLinearNet(eqx.Module):
 
     **Raises:**
 
-    `ValueError` if `weights` is empty, a matrix is not 2-D or not finite, or shapes do not chain.
+    `ValueError` if `weights` is empty, a matrix is not 2-D or not finite, is float32 (or
+    another non-float64 float: refused, not cast, as `flows.gradient_flow` refuses it;
+    integer matrices are converted to float64), or shapes do not chain.
 
     See the constructors `gaussian`, `balanced` and `decoupled`.
     """
@@ -49,7 +53,7 @@ class DeepLinearNet(eqx.Module):
     weights: tuple[Float[Array, "d_k d_km1"], ...]
 
     def __init__(self, weights: Sequence[ArrayLike]):
-        weights = tuple(jnp.asarray(w) for w in weights)
+        weights = tuple(_checks.float64_array(f"weights[{k}]", w) for k, w in enumerate(weights))
         if len(weights) == 0:
             raise ValueError("weights must hold at least one matrix, got none")
         for k, w in enumerate(weights):

@@ -3,6 +3,8 @@
 import argparse
 import re
 
+from flows._checks import check_flag
+
 from .. import _sweep
 from .._files import sha256
 from .._options import UsageError
@@ -102,6 +104,7 @@ def run(
         symmetrize = getattr(model, "how", None)
     if symmetrize not in (None, "doubled", "centred"):
         raise ValueError(f"symmetrize must be 'doubled', 'centred' or None, got {symmetrize!r}")
+    progress, resume = check_flag("progress", progress), check_flag("resume", resume)
     X, Y, X_test, Y_test, alphas = user_inputs(data, heldout, alphas, options)
     kinked = kinked_form(model) is not None
     given = {**options, "alphas": alphas}

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from .._checks import check_finite, check_positive
+from .._checks import check_finite, check_flag, check_positive
 from .._failures import DTMIN_RELATIVE, MaxStepsReached
 from .._flow import Trajectory
 from .._progress import progress_bar
@@ -238,6 +238,8 @@ def central_flow(
     """
     eta = check_positive("eta", eta)
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
+    save_params = check_flag("save_params", save_params)
+    progress = check_flag("progress", progress)
     solver_name = "tsit5" if settings.name == "auto" else settings.name
     if solver_name not in ("tsit5", "dopri5", "dopri8"):
         raise ValueError(

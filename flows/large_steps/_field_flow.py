@@ -6,7 +6,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from .._checks import check_finite, check_loss, check_observables
+from .._checks import check_finite, check_flag, check_loss, check_observables
 from .._flat import FlatSpec, trainable_of
 from .._flow import Trajectory, _Recorder, trajectory
 from .._integrate import integrate
@@ -19,6 +19,7 @@ def field_flow(make_field, loss, params0, t1, *, settings, ts, observables, save
     trainable vector; integrated from `params0` to `t1` as `gradient_flow` integrates −∇L.
     `config` is added to the trajectory's config."""
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
+    save_params = check_flag("save_params", save_params)
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_finite, check_positive
+from .._checks import check_finite, check_flag, check_positive
 from .._flat import MODEL_KIND, FlatSpec, trainable_of
 from .._integrate import integrate
 from .._losses import SquaredLoss, get_loss
@@ -295,6 +295,7 @@ def lazy_comparison(
     """
     alpha = check_positive("alpha", alpha)
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
+    save_params = check_flag("save_params", save_params)
     loss = get_loss(loss)
     if not isinstance(data, (tuple, list)) or len(data) != 2:  # was a TypeError of _check_data
         what = (

@@ -30,7 +30,13 @@ from .._checkpoint import (
     settings_text,
     summary,
 )
-from .._checks import check_finite, check_observables, check_positive
+from .._checks import (
+    check_finite,
+    check_flag,
+    check_float64,
+    check_observables,
+    check_positive,
+)
 from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._losses import SquaredLoss, get_loss
@@ -153,8 +159,9 @@ def filippov_flow(
 
     **Raises:**
     - `ValueError` naming the argument: bad `t1`, `ts`, `alpha`, tolerances, data shapes,
-      non-finite parameters; an unsupported architecture or a smooth activation (pointing to
-      `flows.gradient_flow`).
+      non-finite parameters, parameters that are not float64 (float32 is refused, not cast,
+      as by `gradient_flow`); an unsupported architecture or a smooth activation (pointing
+      to `flows.gradient_flow`).
     - `MaxStepsReached` with the time reached (also as `.t`) and the surfaces z_ij = 0 of the
       latest events, when the budget is exhausted or when events accumulate in time (chatter
       that the sliding rule cannot resolve).
@@ -165,6 +172,8 @@ def filippov_flow(
     """
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     alpha = check_positive("alpha", alpha)
+    progress = check_flag("progress", progress)
+    save_params = check_flag("save_params", save_params)
     name = "tsit5" if settings.name == "auto" else settings.name
     if name not in EXPLICIT:
         raise ValueError(
@@ -175,6 +184,7 @@ def filippov_flow(
     solver = make_solver(name, rtol, atol)
     loss = get_loss(loss)
     form = two_layer_form(model)
+    check_float64("model", eqx.filter(model, eqx.is_inexact_array))  # refused, as gradient_flow
     X, Y = _check_data(data, form.in_size)
     a0, B0, c0 = form.pack(model)
     check_finite("model", (a0, B0, c0))

@@ -89,6 +89,7 @@ _Y = np.sin(_X[:, 0])
         ({"alphas": [1, -1]}, ValueError, "alphas must be > 0, got -1.0"),
         ({"t1": "10"}, ValueError, "t1 must be a number, got '10'"),
         ({"n_times": 2.5}, ValueError, "n_times must be an integer, got 2.5"),
+        ({"progress": "yes"}, TypeError, "progress must be True or False, got str 'yes'"),
     ],
 )  # fmt: skip
 def test_bad_data_alphas_and_options_are_one_line_naming_them_before_any_folder(

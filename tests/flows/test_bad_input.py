@@ -54,6 +54,9 @@ def test_gradient_flow_rejects_bad_arguments(kwargs, match):
          "observables['s'] must return numbers (an array or a pytree of arrays), got str 'norm'"),
         ({"observables": {"n": lambda w: None}}, TypeError,
          "observables['n'] must return numbers, got None"),
+        # "no" was taken as True
+        ({"progress": "no"}, TypeError, "progress must be True or False, got str 'no'"),
+        ({"save_params": 1}, TypeError, "save_params must be True or False, got int 1"),
     ],
 )  # fmt: skip
 def test_gradient_flow_and_descent_name_bad_observables_and_ts(kwargs, error, message):

@@ -289,6 +289,15 @@ def test_bad_data_and_horizon_are_named(data, t1, match):
         flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), data, t1)
 
 
+def test_a_float32_model_is_refused_as_gradient_flow_refuses_it():
+    # was cast silently: the trajectory came back float64
+    net = jax.tree.map(
+        lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, _neuron(1.0, [0.3, 0.5])
+    )
+    with pytest.raises(ValueError, match=r"^model holds float32 arrays .*gradflows computes in"):
+        flows.nonsmooth.filippov_flow(net, (X, Y), 1.0)
+
+
 def test_an_observable_of_another_model_is_refused_before_the_solve():
     # It used to fail after the whole solve, inside a vmap over the saved states.
     with pytest.raises(ValueError, match=r"^observables\['w'\] fails on the parameters"):

@@ -1,0 +1,34 @@
+"""Models refuse what gradient_flow would refuse later, naming the argument: float32
+matrices (integers are converted exactly), and sizes that cannot fit in memory."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import models
+
+
+def test_deep_linear_net_refuses_float32_and_converts_integers():
+    with pytest.raises(ValueError) as info:
+        models.DeepLinearNet([np.ones((2, 3)), np.ones((1, 2), np.float32)])
+    assert str(info.value).startswith("weights[1] is float32; gradflows computes in float64")
+    net = models.DeepLinearNet([[[1, 0], [0, 2]]])
+    assert net.weights[0].dtype == jnp.float64
+    np.testing.assert_array_equal(net.end_to_end(), [[1.0, 0.0], [0.0, 2.0]])
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda key: models.TwoLayerNet(3, 10**12, key=key),
+        lambda key: models.MLP(3, 10**7, 2, key=key),
+        lambda key: models.DeepLinearNet.gaussian([3, 10**12, 1], scale=1.0, key=key),
+    ],
+)
+def test_a_model_larger_than_memory_is_refused_before_allocating(build):
+    # TwoLayerNet(3, 10**12) has 4e12 parameters (29 TiB): it used to be built lazily and die
+    # later. The MLP's 10^14 and the deep linear net's 4e12 likewise.
+    with pytest.raises(ValueError, match=r"^(width|dims): the model would have .* GiB in "
+                       r"float64, more than this machine's memory"):  # fmt: skip
+        build(jax.random.PRNGKey(0))
