@@ -22,7 +22,10 @@ def cluster(_session_sweep):
     each, the library's settings), started once and shared by the tests that sweep on Dask
     (in-process through `Sweep.run`, or from the CLI with `--scheduler`, the `scheduler` fixture).
     Both workers are up when a test starts (a test may kill one; its nanny restarts it)."""
-    _session_sweep._client.wait_for_workers(2, timeout=120)
+    # 600 s: at high load a worker (restarted by its nanny after a test killed it, or the
+    # cluster's first two, spawned and importing JAX) took over 120 s ("Only 1/2 workers
+    # arrived" in tests/experiments/test_portrait_cli.py); a quiet machine takes seconds
+    _session_sweep._client.wait_for_workers(2, timeout=600)
     return _session_sweep
 
 

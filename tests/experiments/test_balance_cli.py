@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from experiments import _plotting as P
+from experiments import _sweep_progress
 from experiments._sweep import task_key
 from experiments.balance import _conservation_plots, plot
 from experiments.balance._plots import DRIFT_LABEL
@@ -80,7 +81,10 @@ def test_an_unknown_solver_lists_the_gauss_legendre_names(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_divergent_step_is_reported_as_one_line_naming_etas(capsys, tmp_path):
+def test_divergent_step_is_reported_as_one_line_naming_etas(capsys, tmp_path, monkeypatch):
+    # no heartbeat: at high load the run lasted past its first 10 s and the heartbeat's line
+    # made a second one on stderr (the heartbeat: tests/experiments/test_sweep_progress.py)
+    monkeypatch.setattr(_sweep_progress, "HEARTBEAT_S", float("inf"))
     argv = ["--parts", "gd", *SMALL, "--hidden", "6,4", "--etas", "0.1,50"]
     assert _run("--out", str(tmp_path / "run"), *argv, "--gd-t1", "2000") == 2
     err = capsys.readouterr().err
