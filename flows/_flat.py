@@ -70,7 +70,10 @@ def trainable_of(name: str, tree, what: str = "a pytree"):
     except Exception:  # not a pytree at all
         trainable, static = None, None
     if trainable is None or not jax.tree.leaves(trainable):
-        kinds = sorted({str(getattr(x, "dtype", type(x).__name__)) for x in jax.tree.leaves(tree)})
+        numbers = [
+            x for x in jax.tree.leaves(tree) if isinstance(x, (int, float)) or eqx.is_array(x)
+        ]
+        kinds = sorted({str(getattr(x, "dtype", type(x).__name__)) for x in numbers})
         held = (
             f" (it holds {', '.join(kinds)}: integer and Python numbers do not move)"
             if kinds
