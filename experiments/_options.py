@@ -169,6 +169,8 @@ def solve_settings(flags: dict | None = None, **fields):
         if field in fields:
             name = (flags or {}).get(field, flag(field))
             message = f"{name}{message[len(field) :]}"
+        # a flag takes a name: the Python objects the library also accepts are not for it
+        message = message.replace(" or a flows.Auto/flows.Kvaerno5", "")
         raise UsageError(message) from None
 
 

@@ -70,9 +70,18 @@ def trainable_of(name: str, tree, what: str = "a pytree"):
     except Exception:  # not a pytree at all
         trainable, static = None, None
     if trainable is None or not jax.tree.leaves(trainable):
+        numbers = [
+            x for x in jax.tree.leaves(tree) if isinstance(x, (int, float)) or eqx.is_array(x)
+        ]
+        kinds = sorted({str(getattr(x, "dtype", type(x).__name__)) for x in numbers})
+        held = (
+            f" (it holds {', '.join(kinds)}: integer and Python numbers do not move)"
+            if kinds
+            else ""
+        )
         raise ValueError(
             f"{name} must be {what} holding trainable float64 arrays; got "
-            f"{type(tree).__name__}, which has none"
+            f"{type(tree).__name__}, which has none{held}"
         )
     check_float64(name, trainable)
     if not sum(math.prod(np.shape(leaf)) for leaf in jax.tree.leaves(trainable)):

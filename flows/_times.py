@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._checks import check_number, check_positive
+
 
 def log_times(t1: float, n: int = 100, *, t_min: float = 1e-3, include_zero: bool = True):
     """Log-spaced save times from `t_min` to `t1` that end at `t1` exactly.
@@ -18,13 +20,14 @@ def log_times(t1: float, n: int = 100, *, t_min: float = 1e-3, include_zero: boo
     **Returns:** float64 array of shape `(n,)`, or `(n + 1,)` with `include_zero`; strictly
     increasing, last entry exactly `t1`.
 
-    **Raises:** `ValueError` naming `t1`, `n` or `t_min` when they are out of range.
+    **Raises:** `ValueError` naming `t1`, `n` or `t_min` when they are not numbers (a str
+    such as "10" included), not finite, or out of range (`n` not an integer ≥ 2).
     """
-    t1 = float(t1)
-    if not np.isfinite(t1) or t1 <= 0:
-        raise ValueError(f"t1 must be finite and > 0, got {t1}")
-    if int(n) < 2:
+    t1 = check_positive("t1", t1)
+    n = check_number("n", n, int)
+    if n < 2:
         raise ValueError(f"n must be >= 2, got {n}")
+    t_min = check_number("t_min", t_min)
     if not (0 < t_min < t1):
         raise ValueError(f"t_min must satisfy 0 < t_min < t1={t1}, got {t_min}")
     ts = np.logspace(np.log10(t_min), np.log10(t1), int(n))

@@ -1,6 +1,7 @@
 """`experiments.lazy.run`: the lazy pipeline of `gradflows run lazy` for a user's own model."""
 
 import argparse
+import os
 import re
 
 from flows._checks import check_flag
@@ -89,7 +90,8 @@ def run(
     **Raises:** `ValueError` naming the argument for bad settings, data (shapes, NaN, a
     `heldout` of another dimension: checked before any folder is made, `_inputs.user_inputs`)
     or a model whose outputs do not fit `Y` (as `lazy_comparison`), or an `out` that holds
-    another run (give `resume=True`); `TypeError` for `alphas` that is not a sequence of
+    another run (give `resume=True`); `TypeError` for an `out` that is not a path, or
+    `alphas` that is not a sequence of
     numbers (a str such as "1,10" is refused: that is the CLI's spelling); `RuntimeError` if
     the report stage fails (the finished α stay).
 
@@ -105,6 +107,11 @@ def run(
     if symmetrize not in (None, "doubled", "centred"):
         raise ValueError(f"symmetrize must be 'doubled', 'centred' or None, got {symmetrize!r}")
     progress, resume = check_flag("progress", progress), check_flag("resume", resume)
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a folder path (a str), got {type(out).__name__} {out!r}")
+    out = None if out is None else os.fspath(out)
+    if scheduler is not None and workers == 0:  # 0 is the default: the scheduler's workers
+        workers = None
     X, Y, X_test, Y_test, alphas = user_inputs(data, heldout, alphas, options)
     kinked = kinked_form(model) is not None
     given = {**options, "alphas": alphas}

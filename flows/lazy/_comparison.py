@@ -211,6 +211,19 @@ class LazyComparison:
     ubar: np.ndarray | None = None
 
 
+def check_pair(data):
+    """`data` as float64 `(X (n, d), Y)`, checked: a pair, n ≥ 1, finite, Y with n rows.
+    **Raises:** `ValueError` naming `data` (its inputs or targets)."""
+    if not isinstance(data, (tuple, list)) or len(data) != 2:  # was a TypeError of _check_data
+        what = (
+            f"a {type(data).__name__} of {len(data)}"
+            if isinstance(data, (tuple, list))
+            else f"a {type(data).__name__}"
+        )
+        raise ValueError(f"data must be a pair (X (n, d), Y (n,)), got {what}")
+    return _check_data("data", *data)
+
+
 def _check_data(name, X, Y=None):
     X = jnp.asarray(X, dtype=jnp.float64)
     if X.ndim != 2 or X.shape[0] == 0:
@@ -297,14 +310,7 @@ def lazy_comparison(
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     save_params = check_flag("save_params", save_params)
     loss = get_loss(loss)
-    if not isinstance(data, (tuple, list)) or len(data) != 2:  # was a TypeError of _check_data
-        what = (
-            f"a {type(data).__name__} of {len(data)}"
-            if isinstance(data, (tuple, list))
-            else f"a {type(data).__name__}"
-        )
-        raise ValueError(f"data must be a pair (X (n, d), Y (n,)), got {what}")
-    X, Y = _check_data("data", *data)
+    X, Y = check_pair(data)
     X_test = None
     if heldout is not None:
         X_test, _ = _check_data("heldout", *(heldout if isinstance(heldout, tuple) else (heldout,)))

@@ -224,7 +224,8 @@ def lazy_constants(
     **Returns:** a `LazyConstants`.
 
     **Raises:** `ValueError` if `loss` is not a `SquaredLoss` (the theorem needs R strongly
-    convex and smooth), or if the model's outputs do not match Y.
+    convex and smooth), naming `data` if it is not a pair of finite arrays with n ≥ 1 rows,
+    or if the model's outputs do not match Y.
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.4 (σ_min, ‖Dh(w0)‖, Lip(Dh), κ, C0).
     """
@@ -233,7 +234,9 @@ def lazy_constants(
         raise ValueError(
             f"loss must be a flows.SquaredLoss (strongly convex and smooth), got {loss!r}"
         )
-    X, Y = (np.asarray(a, dtype=np.float64) for a in data)
+    from ._comparison import check_pair
+
+    X, Y = (np.asarray(a) for a in check_pair(data))  # NaN targets gave a NaN y_star
     w0, h, _ = _outputs(model, X)
     h0 = np.asarray(h(w0))
     if h0.size != Y.size:

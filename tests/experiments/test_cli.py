@@ -262,3 +262,13 @@ def test_resume_names_an_option_the_old_run_did_not_record():
     args = argparse.Namespace(seed=1, n_alpha=None)
     with pytest.raises(UsageError, match="--seed 1 differs from the run's 0"):
         resumed_settings({"seed": 0}, "old", args, {"seed": 1, "n_alpha": None}, defaults)
+
+
+def test_a_bad_solver_flag_lists_names_not_python_objects(capsys):
+    # said "... or a flows.Auto/flows.Kvaerno5", which no flag can take
+    from experiments._options import UsageError, solve_settings
+
+    with pytest.raises(UsageError) as info:
+        solve_settings({"solver": "--drift-solvers"}, solver="foo")
+    assert str(info.value).startswith("--drift-solvers must be one of ('auto', 'tsit5'")
+    assert str(info.value).endswith("'exprk4'), got 'foo'")

@@ -90,16 +90,17 @@ _Y = np.sin(_X[:, 0])
         ({"t1": "10"}, ValueError, "t1 must be a number, got '10'"),
         ({"n_times": 2.5}, ValueError, "n_times must be an integer, got 2.5"),
         ({"progress": "yes"}, TypeError, "progress must be True or False, got str 'yes'"),
+        ({"out": 3}, TypeError, "out must be a folder path (a str), got int 3"),
     ],
 )  # fmt: skip
 def test_bad_data_alphas_and_options_are_one_line_naming_them_before_any_folder(
     kwargs, error, message, tmp_path
 ):
     net = models.TwoLayerNet(3, 4, activation="gelu", key=jax.random.PRNGKey(0))
-    kwargs = {"data": (_X, _Y), **kwargs}
     out = tmp_path / "run"
+    kwargs = {"data": (_X, _Y), "out": str(out), **kwargs}
     with pytest.raises(error) as info:
-        experiments.lazy.run(models.symmetrize(net, "doubled"), out=str(out), **kwargs)
+        experiments.lazy.run(models.symmetrize(net, "doubled"), **kwargs)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
     assert not out.exists()
 

@@ -176,3 +176,27 @@ def test_an_observable_may_return_a_python_number_and_at_names_a_bad_index():
         traj.at(0.5)  # used to be numpy's raw IndexError
     with pytest.raises(IndexError, match="i=2 is out of range for 2 save times"):
         traj.at(2)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((1.0, "10"), "n must be a number, got '10'"),  # was accepted as int("10")
+        ((1.0, 2.5), "n must be an integer, got 2.5"),  # was truncated to 2
+        (("1", 10), "t1 must be a number, got '1'"),
+        ((1.0, 1), "n must be >= 2, got 1"),
+    ],
+)
+def test_log_times_names_a_bad_argument(args, message):
+    with pytest.raises(ValueError) as info:
+        flows.log_times(*args)
+    assert str(info.value) == message
+
+
+def test_integer_parameters_are_named_as_what_does_not_move():
+    with pytest.raises(ValueError) as info:
+        flows.gradient_flow(loss, jnp.array([1, 2]), 1.0)
+    assert str(info.value) == (
+        "params0 must be a pytree holding trainable float64 arrays; got ArrayImpl, which has "
+        "none (it holds int64: integer and Python numbers do not move)"
+    )

@@ -137,3 +137,20 @@ def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
     summary = c.summary()
     assert summary["C0"] is None and summary["alpha_min"] is None
     assert set(summary["unavailable"]) == {"C0", "alpha_min"}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        # NaN targets used to give constants with a NaN y_star, silently
+        (lambda X, Y: (X, Y * np.nan), "data targets contains non-finite values (NaN or inf)"),
+        (lambda X, Y: X, "data must be a pair (X (n, d), Y (n,)), got a ndarray"),
+        (lambda X, Y: (X, Y[:2]), "data targets have 2 rows but inputs have 5"),
+    ],
+)
+def test_lazy_constants_refuse_bad_data_naming_it(data, message):
+    X, Y = _data(5, 8)
+    model = _Linear(jnp.asarray(np.linspace(-1.0, 1.3, 8)))
+    with pytest.raises(ValueError) as info:
+        flows.lazy.lazy_constants(model, data(X, Y))
+    assert str(info.value) == message
