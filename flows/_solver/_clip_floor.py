@@ -19,12 +19,12 @@ is swapped while any block is open and restored when the last one closes.
 """
 
 import contextlib
-import functools
 import threading
 
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 _ORIGINAL = eqxi.prevbefore
 _LOCK = threading.Lock()
@@ -33,14 +33,15 @@ _LOCAL = threading.local()  # .depth, .chain: {id(result): (result, root, k)}
 _ORDINARY = 2.0**-1021  # below, 100 ULPs down could leave the normal floats (or cross 0)
 
 
-def _iterate(x, k: int):
+def _iterate(x, k):
     return jax.lax.fori_loop(0, k, lambda _, v: _ORIGINAL(v), x)
 
 
-def _down(x, k: int):
-    """`_ORIGINAL` applied `k` times to the float scalar or array `x`, in one step where
-    that is exact (see the module docstring)."""
-    x = jnp.asarray(x)
+@jax.jit
+def _down(x, k):
+    """`_ORIGINAL` applied `k` (an int64 scalar) times to the float scalar or array `x`, in
+    one step where that is exact (see the module docstring). Jitted with `k` traced: the 100
+    calls of a chain trace it once (each call is then one cached equation)."""
     if x.dtype != jnp.float64:  # the bit trick below is for float64
         return _iterate(x, k)
     bits = jax.lax.bitcast_convert_type(x, jnp.int64)
@@ -52,14 +53,14 @@ def _down(x, k: int):
     return jnp.where(ordinary, fast, _iterate(x, k))
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
-def _chained(root, k: int):
+@jax.custom_jvp
+def _chained(root, k):
     return _down(root, k)
 
 
 @_chained.defjvp
-def _chained_jvp(k, primals, tangents):  # as the original's: the identity
-    return _chained(primals[0], k), tangents[0]
+def _chained_jvp(primals, tangents):  # as the original's: the identity
+    return _chained(*primals), tangents[0]
 
 
 def _prevbefore(x):
@@ -68,7 +69,7 @@ def _prevbefore(x):
         return _ORIGINAL(x)
     link = _LOCAL.chain.get(id(x))
     root, k = (link[1], link[2] + 1) if link is not None and link[0] is x else (x, 1)
-    out = _chained(root, k)
+    out = _chained(root, np.int64(k))
     _LOCAL.chain[id(out)] = (out, root, k)
     return out
 
