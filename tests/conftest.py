@@ -30,7 +30,7 @@ if os.environ.get(_OWNER) is None:  # the session's first process (xdist's contr
 # round-off, within the tests' margins. Off with GRADFLOWS_TEST_XLA_OPT=1.
 # Beside it, XLA's CPU fusion emitters off (`--xla_cpu_use_fusion_emitters=false`: fused loops
 # emitted as before them, which compiles faster). Measured 2026-12-04 at load 7-9, CPU seconds:
-# tests/flows/test_filippov.py 90.3 → 62.7, test_lazy.py 50.1 → 38.7, every test passing; the
+# tests/flows/test_filippov.py 90.3 → 62.7, test_lazy.py 50.0 → 38.7, every test passing; the
 # values they assert unchanged at round-off (slopes equal to 1e-10, the hand-solution errors
 # and GD/β errors bit for bit, the invariants' drift to 5 digits). Back on with
 # GRADFLOWS_TEST_XLA_FUSION_EMITTERS=1. A flag already in XLA_FLAGS is left as it is.
@@ -81,28 +81,35 @@ def _bound_compiled_programs():
 # whole on one worker, and xdist hands files out in its queue's order. By default it sorts the
 # queue by the number of tests per file, which sends files of a few slow tests (a Dask sweep,
 # Ctrl-C runs) last: the run then ends with one worker on a 2-minute file and the other idle.
-# Here the queue starts with the files measured to take longest (the longest first: their
-# slowest tests in `--durations` of whole runs on the quiet 2-core machine, 2026-12-03, 20 to
-# 80 s each), then the rest by number of tests as before, so that short files fill in at the end.
+# Here the queue starts with the files measured to take longest (the longest first), then the
+# rest by number of tests as before, so that short files fill in at the end. Measured
+# 2026-12-04, each file alone, seconds of pytest at load 4-8 on the shared 2-core machine
+# (test_filippov at load 9): 101, 114, 76, 71, 70, 59, 57 (mostly waiting on Dask: 24 s of
+# CPU), 44, 38, 37, 31, 30, 29, 23, 22, 21, 21, 20, 20, 19, 19, 16; the files not listed
+# were not measured then (the 2026-12-03 list named none of them).
 HEAVY_FILES = (
     "tests/experiments/test_interrupt_resume.py",
-    "tests/experiments/test_lazy_sweep.py",
-    "tests/experiments/test_lazy_cli.py",
-    "tests/flows/test_lazy.py",
     "tests/flows/test_filippov.py",
     "tests/flows/large_steps/test_central_k.py",
-    "tests/experiments/test_balance_cli.py",
-    "tests/experiments/test_interrupt.py",
+    "tests/experiments/test_lazy_sweep.py",
+    "tests/flows/test_lazy.py",
+    "tests/experiments/test_lazy_cli.py",
+    "tests/experiments/test_sweep.py",
     "tests/flows/large_steps/test_central.py",
-    "tests/experiments/test_eos_cli.py",
-    "tests/experiments/test_lazy_api.py",
-    "tests/flows/test_solvers_auto_stiffness.py",
-    "tests/flows/test_filippov_compiled_loop.py",
-    "tests/flows/large_steps/test_modified.py",
     "tests/flows/test_auto_generated.py",
-    "tests/flows/test_compilation_reuse.py",
-    "tests/experiments/test_eos_compare.py",
+    "tests/experiments/test_portrait_cli.py",
+    "tests/experiments/test_eos_cli.py",
+    "tests/experiments/test_interrupt.py",
+    "tests/experiments/test_figures.py",
+    "tests/experiments/test_ntk_cli.py",
+    "tests/flows/large_steps/test_modified.py",
+    "tests/experiments/test_lazy_api.py",
     "tests/experiments/test_tables.py",
+    "tests/flows/test_filippov_compiled_loop.py",
+    "tests/experiments/test_balance_cli.py",
+    "tests/flows/test_compilation_reuse.py",
+    "tests/flows/test_solvers_auto_stiffness.py",
+    "tests/experiments/test_eos_compare.py",
 )
 
 

@@ -197,8 +197,8 @@ def test_bad_worker_counts_exit_2_with_one_line(value, tmp_path, capsys):
 
 
 def test_an_unreachable_scheduler_fails_in_one_line_naming_it(tmp_path, capsys, monkeypatch):
-    # the CLI's one line; the library's timeout (8 s, waited in full here before) is pinned,
-    # and waited, in tests/experiments/test_sweep.py
+    # the CLI's one line; the library's timeout (8 s, waited in full here before) is pinned in
+    # tests/experiments/test_sweep.py
     monkeypatch.setattr(_sweep, "CONNECT_TIMEOUT_S", 1)
     folder = str(tmp_path / "never")
     code = main(["run", "lazy", "--scheduler", "tcp://127.0.0.1:1", "--out", folder])
