@@ -2,11 +2,13 @@
 is reported at t=0 with the largest parameter, not as a trajectory that "became" non-finite
 later; and the norms in the messages do not overflow for a huge but finite state."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import flows
+import models
 from flows._integrate import _field_norm, _norm
 
 
@@ -60,10 +62,6 @@ def test_a_huge_finite_start_with_a_finite_flow_solves():
 
 def test_the_lazy_pair_on_overflowing_targets_says_the_loss_is_non_finite_at_the_start():
     # Its state is the displacement ū = α(w̄ − w0), 0 at the start: no largest |θᵢ| is said.
-    import jax
-
-    import models
-
     X = np.random.default_rng(0).normal(size=(6, 3))
     net = models.TwoLayerNet(3, 4, activation="gelu", key=jax.random.PRNGKey(0))
     with pytest.raises(FloatingPointError) as info:
