@@ -74,7 +74,8 @@ def _start_failure(field, save, y0, is_flow) -> str | None:
     gradient are already non-finite at y0; None if both are finite there. Evaluated only
     after a failure in the first segment."""
     gradient, saved = _at_start(field, save, y0)
-    where = f"at the start, t=0 (largest |θᵢ| = {_largest(y0):.3g})"
+    big = _largest(y0)  # 0 where the state is a displacement (the lazy pair): then unsaid
+    where = "at the start, t=0" + (f" (largest |θᵢ| = {big:.3g})" if big > 0 else "")
     flow_leaves = [x for x, f in zip(jax.tree.leaves(saved), is_flow) if f]
     if not _tree_all_finite(flow_leaves):
         return (

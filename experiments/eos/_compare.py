@@ -18,6 +18,7 @@ from ._cli import DEFAULTS, solve_settings_of
 from ._gd import descend
 
 FLOWS = ("gradient_flow", "modified_flow", "central_flow")
+_FLOW_NAMES = tuple(f.removesuffix("_flow") for f in FLOWS)  # as `flows_compared` names them
 LANCZOS_MAX_ITERS = 40  # warm-started along GD: a few products per save (cheaper than 200)
 LANCZOS_TOL = 1e-9  # relative Ritz residual: S to 1e-9 relative, plenty against 2/η
 
@@ -61,13 +62,23 @@ def compare(
     and `predicted_loss` (T,). A flow that failed has no arrays and its reason in
     `record["failed"]`. `record` holds the numbers of results.json (no NaN).
 
-    **Raises:** `ValueError` naming `eta` (≤ 0), `k` (> p) or the settings, `TypeError`
-    naming `loss` (not a float scalar), as the flows do.
+    **Raises:** `ValueError` naming `eta` (≤ 0), `t1` (not a number, < η), `every` (not an
+    integer ≥ 1), `flows_compared` (a str, or an unknown name: it was ignored), `k` (> p)
+    or the settings, `TypeError` naming `loss` (not a float scalar), as the flows do.
     """
     if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not 0 < eta < np.inf:
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
+    if isinstance(t1, (bool, str)) or not isinstance(t1, (int, float, np.number)):
+        raise ValueError(f"t1 must be a number, got {t1!r}")
     if not t1 >= eta:
         raise ValueError(f"t1 must be at least one step eta={eta:g}, got {t1!r}")
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    if isinstance(flows_compared, str) or not set(flows_compared) <= set(_FLOW_NAMES):
+        raise ValueError(
+            f"flows_compared must be a sequence of {', '.join(map(repr, _FLOW_NAMES))}, "
+            f"got {flows_compared!r}"
+        )
     flows.sharpness(loss, params0, k)  # refuses k > p and a non-scalar loss, by name
     settings = solve_settings_of(DEFAULTS) if settings is None else settings
     steps = int(round(t1 / eta))

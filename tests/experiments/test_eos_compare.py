@@ -67,11 +67,24 @@ def test_compare_records_divergence_and_writes_no_nan():
         ({"eta": 0.0}, ValueError, "eta must be a finite number > 0, got 0.0"),
         ({"eta": -1.0}, ValueError, "eta must be a finite number > 0"),
         ({"eta": 0.1, "k": 4}, ValueError, "k must be <= p"),
+        ({"eta": 0.1, "t1": "1"}, ValueError, "t1 must be a number, got '1'"),  # was TypeError
+        ({"eta": 0.1, "every": 0}, ValueError, "every must be an integer >= 1, got 0"),
+        # an unknown name was ignored; a str was read letter by letter
+        (
+            {"eta": 0.1, "flows_compared": ("foo",)},
+            ValueError,
+            "flows_compared must be a sequence of 'gradient', 'modified', 'central', got",
+        ),
+        (
+            {"eta": 0.1, "flows_compared": "gradient"},
+            ValueError,
+            "flows_compared must be a sequence of",
+        ),
     ],
 )
 def test_bad_arguments_raise_one_line_naming_them(kwargs, error, says):
     with pytest.raises(error, match=says) as info:
-        compare(quadratic, W0, t1=1.0, **kwargs)
+        compare(quadratic, W0, **{"t1": 1.0, **kwargs})
     assert "\n" not in str(info.value)
 
 
