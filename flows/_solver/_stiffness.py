@@ -10,8 +10,10 @@ in a row, `flows.Auto.stiff_tests`, ask for a trial step of the stiff solver, `_
 switches when that step, or the shorter one its error estimate would accept, pays); negative
 in the stiff phase when h·λ̂ < b·max(`back`, c_s/(2·c_e)), c_s/c_e the measured cost ratio
 (`cost_ratio`; `to_explicit` in a row, `flows.Auto.explicit_tests`, switch back). An
-explicit-phase test whose h·λ̂, predicted from the last λ̂, is below `margin`·b/`far`, or
-where the explicit solver ends the solve in fewer than 4·c_s/c_e steps, is skipped (`_skip`).
+explicit-phase test is skipped (`_skip`) where Tsit5's own estimate h·ρ
+(`_indicator.IndicatedTsit5`) is below `margin`·b/`far` (`calm`), else where h·λ̂,
+predicted from the last λ̂, is, or where the explicit solver ends the solve in fewer than
+4·c_s/c_e steps.
 
 Reference: Hairer & Wanner, Solving Ordinary Differential Equations II, §IV.2 (the stiffness
 test of DOPRI5: h·λ̂ against the stability boundary, repeated along the path); Petzold 1983,
