@@ -94,9 +94,11 @@ def test_solver_options_travel_in_the_settings_and_round_trip_through_the_dict()
 def test_the_auto_options_reach_the_solve():
     # A stiff quadratic (λ 1 and 1e4). Measured to t = 1: "auto" with its defaults switches
     # to exprb32 at t ≈ 0.034 (343 steps, 6 tests; not run here: compiling exprb32 takes
-    # ~15 s); stiff_tests=1e9 never switches (3,841 Tsit5 steps, 19 tests). To t = 0.05,
-    # stiff_steps=5 tests every 5 steps (52 tests in 427 steps; none in the last ~64, where
-    # Tsit5 ends the solve in fewer steps than a switch would need to pay).
+    # ~15 s); stiff_tests=1e9 never switches (3,841 Tsit5 steps, 18 tests). To t = 0.05,
+    # stiff_steps=5 decides every 5 steps (31 tests in 426 steps, 3 with the default
+    # stiff_steps; 52 before Tsit5's own estimate h·ρ skipped the tests after segments
+    # without a rejected step; none in the last ~64, where Tsit5 ends the solve in fewer
+    # steps than a switch would need to pay).
     lam = jnp.asarray([1.0, 1e4])
     loss = lambda w: 0.5 * jnp.sum(lam * w**2)  # noqa: E731
     never = flows.gradient_flow(
@@ -108,7 +110,7 @@ def test_the_auto_options_reach_the_solve():
     )  # fmt: skip
     assert never.stats["solvers"] == often.stats["solvers"] == ["tsit5"]
     assert 0 < never.stats["stiffness_tests"] < 0.01 * never.stats["num_steps"]
-    assert often.stats["stiffness_tests"] >= 0.1 * often.stats["num_steps"] > 15
+    assert often.stats["stiffness_tests"] >= 0.05 * often.stats["num_steps"] > 15
     assert never.config["solver_options"]["stiff_tests"] == 10**9
 
 

@@ -204,3 +204,17 @@ def test_lanczos_stops_once_the_top_ritz_value_settles():
         assert m <= 8 and abs(lam - 100.0) <= 3e-2 * 100.0 and lam <= 100.0 * (1 + 1e-12)
     lam, _, m = lambda_max(field, 0.0, y, ritz, np.random.default_rng(9), 30, True, 0.01)
     assert m <= 3 and abs(lam - 100.0) <= 3e-2 * 100.0
+
+
+def test_tsit5s_own_estimate_skips_tests_where_its_step_is_calm():
+    # h·ρ = 0.5 < 2.8/4: skipped, again and again (no Lanczos, counted negative); h·ρ = 3 is
+    # tested (h·λ̂ = 0.5·10 = 5, positive) whatever λ̂ predicted.
+    y = jnp.ones(4)
+    monitor = StiffnessMonitor()
+    for _ in range(3):
+        assert monitor.decide("tsit5", _quadratic, 0.0, y, 0.5, rho=1.0) == "tsit5"
+    assert (monitor.tests, monitor.skipped, monitor.hvps) == (0, 3, 0)
+    assert monitor.calm(0.5, 1.0) and not monitor.calm(0.5, 6.0)
+    monitor.decide("tsit5", _quadratic, 0.0, y, 0.5, rho=6.0)
+    assert monitor.tests == 1 and monitor.streak == 1 and 1 <= monitor.hvps <= 4
+    assert monitor.history[-1][2] == pytest.approx(5.0, rel=1e-3)
