@@ -72,6 +72,27 @@ def finite_array(name: str, array, ndim: int | None = None):
     return array
 
 
+def prng_key(name: str, key):
+    """Refuse what is not a `jax.random` key: a typed key (`jax.random.key(0)`, shape ()) or a
+    raw uint32 key (`jax.random.PRNGKey(0)`, shape (2,)); tracers of either are accepted.
+    A missing key (None) or a seed (0) used to fail inside JAX as "unexpected PRNG key type".
+    **Raises:** `ValueError` naming `name`."""
+    dtype, shape = getattr(key, "dtype", None), getattr(key, "shape", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and shape == ():
+        return key
+    if dtype == np.uint32 and shape is not None and len(shape) == 1:
+        return key
+    if dtype is not None and shape is not None:
+        got = f"an array of dtype {dtype} and shape {tuple(shape)}"
+    elif key is None:
+        got = "None"
+    else:
+        got = f"{type(key).__name__} {key!r}"
+    raise ValueError(
+        f"{name} must be a jax.random key (jax.random.key(0) or jax.random.PRNGKey(0)), got {got}"
+    )
+
+
 def input_shape(x, size: int) -> None:
     if np.shape(x) != (size,):
         raise ValueError(f"x must have shape ({size},), got {np.shape(x)}; use jax.vmap to batch")

@@ -109,11 +109,11 @@ class DeepLinearNet(eqx.Module):
         **Raises:**
 
         `ValueError` if `dims` has fewer than 2 entries or a non-positive entry, or `scale` is
-        not finite and > 0.
+        not finite and > 0, or `key` is not a `jax.random` key.
         """
         dims = _check_dims(dims)
         scale = _checks.positive_float("scale", scale)
-        keys = jax.random.split(key, len(dims) - 1)
+        keys = jax.random.split(_checks.prng_key("key", key), len(dims) - 1)
         return cls(
             [
                 scale * jax.random.normal(k, (d_out, d_in)) / jnp.sqrt(d_in)
@@ -138,13 +138,13 @@ class DeepLinearNet(eqx.Module):
         **Raises:**
 
         `ValueError` if `dims` has fewer than 2 entries or a non-positive entry, or `scale` is
-        not finite and > 0.
+        not finite and > 0, or `key` is not a `jax.random` key.
 
         **Reference:** Arora, Cohen, Golowich & Hu 2019, Def. 1 (balancedness).
         """
         dims = _check_dims(dims)
         scale = _checks.positive_float("scale", scale)
-        keys = jax.random.split(key, len(dims))
+        keys = jax.random.split(_checks.prng_key("key", key), len(dims))
         if len(set(dims)) == 1:
             return cls([scale * _random_orthogonal(k, dims[0]) for k in keys[1:]])
         u = [_unit_vector(k, d) for k, d in zip(keys, dims, strict=True)]
@@ -182,7 +182,7 @@ class DeepLinearNet(eqx.Module):
         **Raises:**
 
         `ValueError` if `sigma31` is not a finite 2-D array, `u0` is not finite and > 0, or
-        `hidden` is not an integer ≥ rank(Σ31).
+        `hidden` is not an integer ≥ rank(Σ31), or `key` is not a `jax.random` key.
 
         **Reference:** Saxe, McClelland & Ganguli 2014, §2 (decoupled initial conditions and
         the mode dynamics u(t) = s/(1 + (s/u0 − 1)e^{−2st})).
@@ -190,6 +190,7 @@ class DeepLinearNet(eqx.Module):
         _checks.finite_array("sigma31", sigma31, ndim=2)
         u0 = _checks.positive_float("u0", u0)
         hidden = _checks.positive_int("hidden", hidden)
+        _checks.prng_key("key", key)
         sigma31 = jnp.asarray(sigma31)
         rank = int(np.linalg.matrix_rank(np.asarray(sigma31)))
         if hidden < rank:

@@ -89,7 +89,8 @@ class MLP(eqx.Module):
 
     `ValueError` if `in_size`, `out_size`, `width` or `depth` is not an integer ≥ 1, `depth`
     and a tuple `width` disagree, `activation` or `parameterization` is unknown, or a
-    standard deviation is negative or not finite (`weight_std` must be > 0); naming `width`
+    standard deviation is negative or not finite (`weight_std` must be > 0), or `key` is not
+    a `jax.random` key; naming `width`
     when the parameters would not fit in this machine's memory.
     """
 
@@ -116,6 +117,7 @@ class MLP(eqx.Module):
     ):
         in_size = _checks.positive_int("in_size", in_size)
         out_size = _checks.positive_int("out_size", out_size)
+        _checks.prng_key("key", key)
         widths = _widths(width, depth)
         sizes = [in_size, *widths, out_size]
         _checks.fits_in_memory("width", sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])))

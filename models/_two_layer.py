@@ -36,8 +36,8 @@ class TwoLayerNet(eqx.Module):
     **Raises:**
 
     `ValueError` if `in_size`, `width` or `out_size` is not an integer ≥ 1, `scale` is not "sqrt" or
-    "mean", or `activation` is unknown; naming `width` when the parameters would not fit in
-    this machine's memory (`TwoLayerNet(3, 10**12)`).
+    "mean", `activation` is unknown, or `key` is not a `jax.random` key; naming `width` when
+    the parameters would not fit in this machine's memory (`TwoLayerNet(3, 10**12)`).
 
     **Reference:** Chizat, Oyallon & Bach 2019, §3 (two-layer network, numerical experiments).
     """
@@ -60,6 +60,7 @@ class TwoLayerNet(eqx.Module):
         in_size = _checks.positive_int("in_size", in_size)
         width = _checks.positive_int("width", width)
         out_size = _checks.positive_int("out_size", out_size)
+        _checks.prng_key("key", key)
         _checks.fits_in_memory("width", width * (in_size + out_size))
         if scale not in _SCALES:
             raise ValueError(f"scale must be 'sqrt' or 'mean', got {scale!r}")
