@@ -195,10 +195,29 @@ def _check_creatable(out: str) -> None:
         ) from None
 
 
+def check_recorded(config, folder: str, keys, where: str = "") -> None:
+    """Refuse a resumed run whose `config` (its config.json, or the `where` entry of it) is
+    not a dict holding every one of `keys`: a hand-made or truncated file used to fail deep
+    inside the run ("object of too small depth", a bare KeyError). Raises `UsageError`
+    naming the file and the missing entries."""
+    missing = [key for key in keys if key not in config] if isinstance(config, dict) else keys
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        shown = ", ".join(missing[:5]) + more
+        raise UsageError(
+            f"--resume {folder!r}: {os.path.join(folder, CONFIG)} records no {shown}"
+            f"{f' in its {where}' if where else ''} "
+            "(hand-made, truncated or from an older gradflows): start a new run"
+        )
+
+
 def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -> dict:
     """The settings recorded in a resumed run's `config` (one per key of `defaults`, the
     options' defaults); an option given now (not at its default) must agree with them.
-    Raises `UsageError` naming the flag that differs."""
+    A setting whose default is None (an option added later: the library's value) may be
+    missing; any other missing one is refused (`check_recorded`). Raises `UsageError`
+    naming the flag that differs, or the file and the missing settings."""
+    check_recorded(config, folder, [key for key in defaults if defaults[key] is not None])
     stored = {key: config.get(key, defaults[key]) for key in defaults}
     for key in defaults:
         if getattr(args, key) != defaults[key] and s[key] != stored[key]:

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from .. import _interrupt, _sweep
 from .._files import sha256, versions, write_json
 from .._options import UsageError
-from .._run_folder import RunFolder, check_resumed_digest
+from .._run_folder import RunFolder, check_recorded, check_resumed_digest
 from ._cli import settings
 from ._problem import problem_for
 from ._report import _summary
@@ -46,12 +46,9 @@ def _run(args, s, sweep) -> int:
     folder = RunFolder.choose("balance", args.out, args.resume)
     if folder.resumed:
         config = folder.stored_config()
+        check_recorded(config, folder.path, ["settings"])
         s = config["settings"]
-        if "drift_solvers" not in s or "chatter_t1" not in s:
-            raise UsageError(
-                f"--resume {folder.path!r}: the run was made by an older gradflows whose "
-                "balance run had other parts; start a new run"
-            )
+        check_recorded(s, folder.path, ["drift_solvers", "chatter_t1"], where="settings")
     problem = problem_for(s)
     s["dims"] = problem.dims
     data_sha256 = sha256(problem.X_np, problem.y_np)

@@ -59,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     note_defaults(parser)
 
 
+# the entries of settings(args), which a resumed run's config.json must hold
+SETTINGS = (
+    "figures", "format", "activation", "x", "w0", "scales", "alphas", "radius", "target", "t1",
+    "eta", "gd_steps", "grid", "field_grid", "rtol", "atol", "solver",
+)  # fmt: skip
+
+
 def settings(args) -> dict:
     """The settings of `args`, every one checked before any computation (tolerances by
     `flows.SolveSettings`). Raises `UsageError` naming the flag."""

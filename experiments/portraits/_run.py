@@ -4,8 +4,8 @@ then written as `<name>.npz`, summarised in results.json and drawn."""
 from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
 from .._options import UsageError
-from .._run_folder import RunFolder
-from ._cli import settings
+from .._run_folder import RunFolder, check_recorded
+from ._cli import SETTINGS, settings
 from ._tasks import figure_task
 
 PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'figure': name})"
@@ -13,7 +13,13 @@ PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'figure': name
 
 def run(args) -> int:
     folder = RunFolder.choose("portrait", args.out, args.resume)
-    s = folder.stored_config()["settings"] if folder.resumed else settings(args)
+    if folder.resumed:
+        config = folder.stored_config()
+        check_recorded(config, folder.path, ["settings"])
+        check_recorded(config["settings"], folder.path, list(SETTINGS), where="settings")
+        s = config["settings"]
+    else:
+        s = settings(args)
     with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
         return _run(folder, s, sweep)
 

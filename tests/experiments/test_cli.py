@@ -68,6 +68,23 @@ def test_resume_refuses_a_folder_without_a_run(name, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", list(TINY))
+@pytest.mark.parametrize("extra", [{}, {"settings": {"seed": 0}}, {"seed": 0, "settings": 3}])
+def test_resume_of_a_hand_made_config_names_the_file_and_what_it_lacks(
+    name, extra, tmp_path, capsys
+):
+    # eos used to fail as "object of too small depth for desired array", balance and
+    # portrait as "failed: 'settings'"
+    (tmp_path / "config.json").write_text(json.dumps({"experiment": name, **extra}))
+    assert cli("run", name, "--resume", tmp_path) == 2
+    err = capsys.readouterr().err
+    prefix = f"gradflows run {name}: error: --resume {str(tmp_path)!r}: "
+    assert err.startswith(prefix + f"{tmp_path / 'config.json'} records no ")
+    assert err.endswith(" (hand-made, truncated or from an older gradflows): start a new run\n")
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
+
+
+@pytest.mark.parametrize("name", list(TINY))
 def test_resume_of_a_missing_folder_says_no_such_folder(name, tmp_path, capsys):
     missing = str(tmp_path / "nowhere")
     assert cli("run", name, "--resume", missing) == 2
