@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from models._checks import prng_key
+
 from .._checks import check_positive
 from .._flat import flat_model
 from .._flat import outputs as _outputs
@@ -79,7 +81,8 @@ def jacobian_lipschitz(
 
     **Returns:** `(estimate, method)`: a float ≥ 0 and a sentence stating how it was obtained.
 
-    **Raises:** `ValueError` naming `radius`, `points` or `iterations` when out of range.
+    **Raises:** `ValueError` naming `radius`, `points` or `iterations` when out of range, or
+    `key` when it is not a `jax.random` key.
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.4 (the constant Lip(Dh) in C0).
     """
@@ -88,7 +91,7 @@ def jacobian_lipschitz(
         raise ValueError(f"radius must be finite and >= 0, got {radius}")
     if int(points) < 1 or int(iterations) < 1:
         raise ValueError(f"points and iterations must be >= 1, got {points}, {iterations}")
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = jax.random.PRNGKey(0) if key is None else prng_key("key", key)
     w0, _, pieces = _outputs(model, X)
     best = 0.0
     for i, k in enumerate(jax.random.split(key, int(points))):
@@ -225,10 +228,12 @@ def lazy_constants(
 
     **Raises:** `ValueError` if `loss` is not a `SquaredLoss` (the theorem needs R strongly
     convex and smooth), naming `data` if it is not a pair of finite arrays with n ≥ 1 rows,
-    or if the model's outputs do not match Y.
+    or if the model's outputs do not match Y; naming `key` if it is not a `jax.random` key.
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.4 (σ_min, ‖Dh(w0)‖, Lip(Dh), κ, C0).
     """
+    if key is not None:
+        prng_key("key", key)
     loss = SquaredLoss() if loss is None else loss
     if not isinstance(loss, SquaredLoss):
         raise ValueError(

@@ -21,8 +21,27 @@ from ._max_margin import signed_inputs
 def _layers(model) -> tuple:
     weights = getattr(model, "weights", None)
     if weights is None or len(weights) == 0:
-        raise ValueError(f"expected a model with `weights` (e.g. DeepLinearNet), got {model!r}")
+        raise ValueError(
+            f"expected a model with `weights` (e.g. DeepLinearNet), got {type(model).__name__}"
+        )
     return tuple(weights)
+
+
+def _deep_linear(name: str, model) -> DeepLinearNet:
+    """`model` if it is a deep linear network (has `weights` and `end_to_end`, as a
+    `DeepLinearNet`), else a one-line `ValueError` naming `name` (None or an array used to
+    fail as "'NoneType' object has no attribute 'end_to_end'")."""
+    if not (hasattr(model, "weights") and hasattr(model, "end_to_end")):
+        raise ValueError(f"{name} must be a models.DeepLinearNet, got {type(model).__name__}")
+    return model
+
+
+def _two_layer(name: str, model) -> TwoLayerNet:
+    """`model` if it is a two-layer net (has outer weights `a` and inner `b`, as a
+    `TwoLayerNet`), else a one-line `ValueError` naming `name`."""
+    if not (hasattr(model, "a") and hasattr(model, "b")):
+        raise ValueError(f"{name} must be a models.TwoLayerNet, got {type(model).__name__}")
+    return model
 
 
 def _end_to_end_vector(model: DeepLinearNet) -> Float[Array, " d_0"]:
@@ -53,12 +72,13 @@ def balancedness_drift(
 
     **Returns:** `fn(model) -> (L − 1,)` array.
 
-    **Raises:** `ValueError` if `params0` has fewer than two layers.
+    **Raises:** `ValueError` if `params0` is not a `DeepLinearNet` or has fewer than two
+    layers.
 
     **Reference:** Du, Hu & Lee 2018, Thm 2.2 (C_k is constant under gradient flow for any
     differentiable loss).
     """
-    c0 = [np.asarray(c) for c in params0.balancedness()]
+    c0 = [np.asarray(c) for c in _deep_linear("params0", params0).balancedness()]
     if not c0:
         raise ValueError("balancedness_drift needs a network with at least two layers")
 
@@ -121,8 +141,9 @@ def stable_rank(model: DeepLinearNet) -> Float[Array, " L"]:
 
 
 def end_to_end(model: DeepLinearNet) -> Float[Array, "d_L d_0"]:
-    """The end-to-end matrix W_L ⋯ W_1, of shape `(d_L, d_0)`."""
-    return model.end_to_end()
+    """The end-to-end matrix W_L ⋯ W_1, of shape `(d_L, d_0)`. **Raises:** `ValueError`
+    naming `model` if it is not a `DeepLinearNet`."""
+    return _deep_linear("model", model).end_to_end()
 
 
 def normalised_margin(
@@ -210,8 +231,11 @@ def neuron_balancedness(model: TwoLayerNet) -> Float[Array, " m"]:
 
     **Returns:** `(m,)` array.
 
+    **Raises:** `ValueError` naming `model` if it is not a `TwoLayerNet`.
+
     **Reference:** Du, Hu & Lee 2018, Thm 2.1.
     """
+    model = _two_layer("model", model)
     return jnp.sum(model.b**2, axis=1) - model.a**2
 
 
@@ -234,7 +258,7 @@ def neuron_balancedness_drift(
     **Reference:** Du, Hu & Lee 2018, Thm 2.1 (q_j is constant under gradient flow when the
     activation is positively homogeneous of degree 1).
     """
-    q0 = np.asarray(neuron_balancedness(params0))
+    q0 = np.asarray(neuron_balancedness(_two_layer("params0", params0)))
     scale = np.ones_like(q0)
     if relative:
         scale = np.maximum(1.0, np.asarray(jnp.sum(params0.b**2, axis=1) + params0.a**2))

@@ -149,3 +149,25 @@ def test_homogeneous_invariants_have_zero_rate_along_the_gradient(model):
     rate, scale = J @ g, jnp.abs(J) @ jnp.abs(g)  # scale: the rate with no cancellation
     assert float(jnp.abs(rate / scale).max()) <= 1e-14
     assert float(scale.min()) > 1e-3 and float(jnp.abs(invariant(model)).min()) > 1e-3
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        # each used to raise "'NoneType' object has no attribute ..." (an AttributeError)
+        (lambda m: flows.observables.end_to_end(m), "model must be a models.DeepLinearNet"),
+        (lambda m: flows.observables.balancedness_drift(m), "params0 must be a models.DeepLinearNet"),
+        (lambda m: flows.observables.neuron_balancedness(m), "model must be a models.TwoLayerNet"),
+        (
+            lambda m: flows.observables.neuron_balancedness_drift(m),
+            "params0 must be a models.TwoLayerNet",
+        ),
+        # printed the whole array over several lines
+        (lambda m: flows.observables.stable_rank(m), "expected a model with `weights`"),
+    ],
+)
+@pytest.mark.parametrize("model, got", [(None, "NoneType"), (jnp.ones((3, 3)), "ArrayImpl")])
+def test_observables_refuse_another_model_in_one_line(call, message, model, got):
+    with pytest.raises(ValueError) as info:
+        call(model)
+    assert str(info.value) in (f"{message}, got {got}", f"{message} (e.g. DeepLinearNet), got {got}")

@@ -154,3 +154,21 @@ def test_lazy_constants_refuse_bad_data_naming_it(data, message):
     with pytest.raises(ValueError) as info:
         flows.lazy.lazy_constants(model, data(X, Y))
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda model, X, Y: flows.lazy.lazy_constants(model, (X, Y), key=0),
+        lambda model, X, Y: flows.lazy.jacobian_lipschitz(model, X, key=0),
+    ],
+)
+def test_a_seed_given_as_key_is_refused_naming_key(call):
+    # used to fail inside JAX as "JAX encountered invalid PRNG key data"
+    X, Y = _data(5, 8)
+    model = _Linear(jnp.asarray(np.linspace(-1.0, 1.3, 8)))
+    with pytest.raises(ValueError) as info:
+        call(model, X, Y)
+    assert str(info.value) == (
+        "key must be a jax.random key (jax.random.key(0) or jax.random.PRNGKey(0)), got int 0"
+    )
