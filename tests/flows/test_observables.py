@@ -156,7 +156,10 @@ def test_homogeneous_invariants_have_zero_rate_along_the_gradient(model):
     [
         # each used to raise "'NoneType' object has no attribute ..." (an AttributeError)
         (lambda m: flows.observables.end_to_end(m), "model must be a models.DeepLinearNet"),
-        (lambda m: flows.observables.balancedness_drift(m), "params0 must be a models.DeepLinearNet"),
+        (
+            lambda m: flows.observables.balancedness_drift(m),
+            "params0 must be a models.DeepLinearNet",
+        ),
         (lambda m: flows.observables.neuron_balancedness(m), "model must be a models.TwoLayerNet"),
         (
             lambda m: flows.observables.neuron_balancedness_drift(m),
@@ -170,4 +173,5 @@ def test_homogeneous_invariants_have_zero_rate_along_the_gradient(model):
 def test_observables_refuse_another_model_in_one_line(call, message, model, got):
     with pytest.raises(ValueError) as info:
         call(model)
-    assert str(info.value) in (f"{message}, got {got}", f"{message} (e.g. DeepLinearNet), got {got}")
+    said = str(info.value)
+    assert said in (f"{message}, got {got}", f"{message} (e.g. DeepLinearNet), got {got}")
