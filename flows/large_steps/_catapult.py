@@ -36,10 +36,13 @@ def uv_invariant(params) -> jnp.ndarray:
 
 
 def uv_init(m: int, seed: int = 0) -> dict:
-    """u, v ~ N(0, I_m), float64: λ0 ≈ 2 and f0 = O(1) for large m."""
+    """u, v ~ N(0, I_m), float64, each of shape (m,): λ0 ≈ 2 and f0 = O(1) for large m.
+    **Raises:** `ValueError` naming `m` (not an integer >= 1) or `seed` (not one >= 0)."""
     if isinstance(m, bool) or int(m) != m or m < 1:
         raise ValueError(f"m must be an integer >= 1, got {m!r}")
-    rng = np.random.default_rng(seed)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")  # numpy's named none
+    rng = np.random.default_rng(int(seed))
     return {
         "u": jnp.asarray(rng.standard_normal(int(m))),
         "v": jnp.asarray(rng.standard_normal(int(m))),

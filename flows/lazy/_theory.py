@@ -328,12 +328,36 @@ def theorem_2_4_bound(ts, alpha: float, constants: LazyConstants) -> np.ndarray:
     return math.sqrt(constants.kappa) * start * np.exp(-constants.theorem_2_4_rate * np.asarray(ts))
 
 
+def _paired(name_a: str, a, name_b: str, b) -> tuple:
+    """`a` and `b` as float64 1-D arrays of one length. **Raises:** `ValueError` naming
+    both (unequal lengths used to fail as numpy's "operands could not be broadcast")."""
+    arrays = []
+    for name, values in ((name_a, a), (name_b, b)):
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name} must be a 1-D array of numbers, got {type(values).__name__}"
+            ) from None
+        if values.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array, got shape {values.shape}")
+        arrays.append(values)
+    if arrays[0].shape != arrays[1].shape:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length, got {arrays[0].size} and "
+            f"{arrays[1].size}"
+        )
+    return tuple(arrays)
+
+
 def loglog_slope(x, y) -> float | None:
     """Least-squares slope of log y against log x, over the pairs with x, y > 0 and finite.
 
     **Returns:** the slope, or None when fewer than two pairs remain.
+
+    **Raises:** `ValueError` naming `x` and `y` unless they are 1-D arrays of one length.
     """
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    x, y = _paired("x", x, "y", y)
     keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     if np.count_nonzero(keep) < 2 or np.ptp(np.log(x[keep])) == 0:
         return None
@@ -350,9 +374,11 @@ def late_rate(ts, values, *, start: float, floor: float = 0.0) -> float | None:
 
     **Returns:** c (1/flow-time units), or None when fewer than three points remain.
 
+    **Raises:** `ValueError` naming `ts` and `values` unless they are 1-D arrays of one length.
+
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.4 (exponential convergence).
     """
-    ts, values = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    ts, values = _paired("ts", ts, "values", values)
     keep = (ts >= start) & np.isfinite(values) & (values > max(float(floor), 0.0))
     if np.count_nonzero(keep) < 3:
         return None

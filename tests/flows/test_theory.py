@@ -172,3 +172,38 @@ def test_a_seed_given_as_key_is_refused_naming_key(call):
     assert str(info.value) == (
         "key must be a jax.random key (jax.random.key(0) or jax.random.PRNGKey(0)), got int 0"
     )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        # unequal lengths used to fail as numpy's "operands could not be broadcast together"
+        (
+            lambda: flows.lazy.loglog_slope([1.0, 2.0, 3.0], [1.0, 2.0]),
+            "x and y must have the same length, got 3 and 2",
+        ),
+        (
+            lambda: flows.lazy.late_rate([0.0, 1.0, 2.0], [1.0, 0.5], start=0.0),
+            "ts and values must have the same length, got 3 and 2",
+        ),
+        (
+            lambda: flows.lazy.loglog_slope("abc", [1.0, 2.0, 3.0]),
+            "x must be a 1-D array of numbers, got str",
+        ),
+        (
+            lambda: flows.lazy.late_rate(np.ones((2, 3)), np.ones((2, 3)), start=0.0),
+            "ts must be a 1-D array, got shape (2, 3)",
+        ),
+    ],
+)
+def test_fits_refuse_unpaired_arrays_naming_them(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_fits_recover_a_known_slope_and_rate():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    assert abs(flows.lazy.loglog_slope(x, 3.0 * x**-1.5) + 1.5) < 1e-12
+    ts = np.linspace(0.0, 5.0, 11)
+    assert abs(flows.lazy.late_rate(ts, 2.0 * np.exp(-0.7 * ts), start=1.0) - 0.7) < 1e-12

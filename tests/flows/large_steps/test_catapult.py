@@ -1,6 +1,7 @@
 """The uv model: gradient descent equals the exact (f, λ) map; the flow keeps λ² − 4f²/m."""
 
 import numpy as np
+import pytest
 
 import flows
 from flows.large_steps import catapult_map, uv_init, uv_invariant, uv_loss, uv_ntk, uv_output
@@ -25,3 +26,18 @@ def test_gradient_flow_conserves_the_uv_invariant():
     # measured drift 1e-11 relative; the NTK itself moves by O(1/m)
     assert abs(inv[1] - inv[0]) < 1e-8 * abs(inv[0])
     assert abs(float(uv_ntk(traj.at(-1))) - float(uv_ntk(p0))) > 1e-4
+
+
+@pytest.mark.parametrize(
+    "m, seed, message",
+    [
+        # a negative seed used to fail in numpy as "expected non-negative integer"
+        (3, -1, "seed must be an integer >= 0, got -1"),
+        (3, 1.5, "seed must be an integer >= 0, got 1.5"),
+        (0, 0, "m must be an integer >= 1, got 0"),
+    ],
+)
+def test_uv_init_refuses_a_bad_m_or_seed_naming_it(m, seed, message):
+    with pytest.raises(ValueError) as info:
+        uv_init(m, seed)
+    assert str(info.value) == message
