@@ -55,7 +55,11 @@ def digits_pair(classes=(3, 8), n_train=100, n_test=100, seed=0):
     X, y = bundled_digits()
     keep = (y == a) | (y == b)
     X, y = X[keep].astype(np.float64), np.where(y[keep] == a, -1.0, 1.0)
-    if n_train < 2 or n_test < 0 or n_train + n_test > len(y):
+    for name, value, low in (("n_train", n_train, 2), ("n_test", n_test, 0)):
+        # said "n_train + n_test must be at most 357" for n_train=0 or 1.5
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if n_train + n_test > len(y):
         raise ValueError(
             f"n_train + n_test must be at most {len(y)} for digits {a} and {b} (n_train >= 2), "
             f"got n_train={n_train}, n_test={n_test}"
