@@ -77,7 +77,7 @@ def check_finite(name: str, tree) -> None:
         if isinstance(leaf, (jax.Array, np.ndarray, float)):
             values = np.asarray(leaf)
             if jnp.issubdtype(values.dtype, jnp.inexact) and not np.all(np.isfinite(values)):
-                raise ValueError(f"{name} must be finite, found NaN or inf")
+                raise ValueError(f"{name}: non-finite values (NaN or inf)")
 
 
 def check_observables(observables, params=None) -> tuple:

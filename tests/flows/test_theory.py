@@ -143,7 +143,7 @@ def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
     "data, message",
     [
         # NaN targets used to give constants with a NaN y_star, silently
-        (lambda X, Y: (X, Y * np.nan), "data targets must be finite, found NaN or inf"),
+        (lambda X, Y: (X, Y * np.nan), "data targets: non-finite values (NaN or inf)"),
         (lambda X, Y: X, "data must be a pair (X (n, d), Y (n,)), got a ndarray"),
         (lambda X, Y: (X, Y[:2]), "data targets have 2 rows but inputs have 5"),
     ],
