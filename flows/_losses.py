@@ -1,7 +1,9 @@
 """Losses R(prediction, target) of the training objective.
 
 Each loss is a frozen, hashable object, so it can be a static field of a jitted vector field.
-Predictions and targets have shape `(n,)` (one output per input) or `(n, k)`.
+Predictions and targets have shape `(n,)` (one output per input) or `(n, k)`. The squared,
+logistic and exponential losses raise `ValueError` naming both shapes when the targets do
+not have the predictions' shape (a scalar target broadcasts) or the predictions are empty.
 """
 
 import dataclasses
@@ -12,6 +14,27 @@ import jax.numpy as jnp
 
 def _reduce(values, reduction):
     return jnp.sum(values) if reduction == "sum" else jnp.mean(values)
+
+
+def _check_shapes(pred, target) -> None:
+    """Refuse a `target` that would broadcast `pred` to another shape (pred (n, 1), target
+    (n,): an (n, n) loss, silently; a model returning shape (1,) gives such pred) or shapes
+    that do not broadcast (JAX's "sub got incompatible shapes"), and an empty `pred` (a
+    ZeroDivisionError). Shapes are static, so this holds under `jit` too.
+    **Raises:** `ValueError` naming both shapes."""
+    shape, target_shape = jnp.shape(pred), jnp.shape(target)
+    try:
+        joint = jnp.broadcast_shapes(shape, target_shape)
+    except ValueError:
+        joint = None
+    if joint != shape:
+        raise ValueError(
+            f"predictions of shape {shape} and targets of shape {target_shape} do not match "
+            "(they must have one shape, (n,) or (n, k); a scalar model's outputs of shape "
+            "(1,) give (n, 1))"
+        )
+    if 0 in shape:
+        raise ValueError(f"predictions of shape {shape} are empty: give at least one row")
 
 
 def _check_reduction(reduction):
@@ -34,6 +57,7 @@ class SquaredLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        _check_shapes(pred, target)
         sq = 0.5 * jnp.reshape((pred - target) ** 2, (pred.shape[0], -1)).sum(axis=1)
         return _reduce(sq, self.reduction)
 
@@ -57,6 +81,7 @@ class LogisticLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        _check_shapes(pred, target)
         return _reduce(jax.nn.softplus(-target * pred), self.reduction)
 
 
@@ -70,6 +95,7 @@ class ExponentialLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        _check_shapes(pred, target)
         return _reduce(jnp.exp(-target * pred), self.reduction)
 
 

@@ -1,0 +1,45 @@
+"""The elementwise losses refuse predictions and targets of different shapes, and empty
+ones, in one line naming both shapes, eagerly and under `jit` (shapes are static)."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import flows
+
+_LOSSES = [flows.SquaredLoss(), flows.LogisticLoss(), flows.ExponentialLoss(reduction="mean")]
+
+
+@pytest.mark.parametrize("loss", _LOSSES)
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize(
+    "pred, target, message",
+    [
+        # an (n, 1) prediction against (n,) targets used to give an (n, n) loss, silently
+        (
+            (5, 1),
+            (5,),
+            "predictions of shape (5, 1) and targets of shape (5,) do not match (they must "
+            "have one shape, (n,) or (n, k); a scalar model's outputs of shape (1,) give (n, 1))",
+        ),
+        # used to fail in JAX as "sub got incompatible shapes for broadcasting"
+        ((3,), (4,), "predictions of shape (3,) and targets of shape (4,) do not match"),
+        # the squared loss used to raise ZeroDivisionError "integer modulo by zero"
+        ((0,), (0,), "predictions of shape (0,) are empty: give at least one row"),
+    ],
+)
+def test_mismatched_or_empty_shapes_are_refused_naming_them(loss, jit, pred, target, message):
+    call = jax.jit(loss) if jit else loss
+    with pytest.raises(ValueError) as info:
+        call(jnp.full(pred, 0.3), jnp.full(target, 1.0))
+    assert str(info.value).startswith(message)
+
+
+def test_matching_shapes_give_the_closed_forms():
+    pred, target = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, -1.0, 1.0])
+    assert abs(flows.SquaredLoss()(pred, target) - 0.5 * (0.25 + 0.0 + 1.0)) < 1e-15
+    margins = jnp.array([0.5, 1.0, 2.0])
+    expected = float(jnp.sum(jnp.exp(-margins)))
+    assert abs(flows.ExponentialLoss()(pred, target) - expected) < 1e-14
+    # a scalar target broadcasts into the predictions: allowed
+    assert abs(flows.SquaredLoss()(pred, 1.0) - 0.5 * (0.25 + 4.0 + 1.0)) < 1e-14
