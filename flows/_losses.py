@@ -10,6 +10,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def _reduce(values, reduction):
@@ -35,6 +36,22 @@ def _check_shapes(pred, target) -> None:
         )
     if 0 in shape:
         raise ValueError(f"predictions of shape {shape} are empty: give at least one row")
+
+
+def _check_labels(labels, k: int) -> None:
+    """Refuse concrete class labels that are not integers in [0, k) (a label k gave a NaN
+    loss, 1.5 was truncated to 1, silently); traced labels are not seen.
+    **Raises:** `ValueError` naming the range found."""
+    if isinstance(labels, jax.core.Tracer) or labels.size == 0:
+        return
+    values = np.asarray(labels)
+    if not (np.all(np.isfinite(values)) and np.all(values == np.round(values))) or not (
+        0 <= values.min() and values.max() < k
+    ):
+        raise ValueError(
+            f"cross-entropy labels must be integers in [0, {k}) for {k} logits, got values "
+            f"from {values.min():g} to {values.max():g}"
+        )
 
 
 def _check_reduction(reduction):
@@ -109,7 +126,8 @@ class CrossEntropyLoss:
     exact at any logit scale (no overflow of exp, no log of an underflowed softmax).
 
     **Raises:** `ValueError` when the logits are not `(n, k)` or the targets' shape fits
-    neither form (checked at trace time).
+    neither form (checked at trace time), or when concrete labels are not integers in
+    [0, k).
     """
 
     reduction: str = "sum"
@@ -122,6 +140,7 @@ class CrossEntropyLoss:
             raise ValueError(f"cross-entropy needs logits of shape (n, k), got {pred.shape}")
         lse = jax.scipy.special.logsumexp(pred, axis=1)
         if target.shape == pred.shape[:1]:
+            _check_labels(target, pred.shape[1])
             picked = jnp.take_along_axis(pred, target.astype(jnp.int32)[:, None], axis=1)[:, 0]
             return _reduce(lse - picked, self.reduction)
         if target.shape != pred.shape:

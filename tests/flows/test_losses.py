@@ -43,3 +43,29 @@ def test_matching_shapes_give_the_closed_forms():
     assert abs(flows.ExponentialLoss()(pred, target) - expected) < 1e-14
     # a scalar target broadcasts into the predictions: allowed
     assert abs(flows.SquaredLoss()(pred, 1.0) - 0.5 * (0.25 + 4.0 + 1.0)) < 1e-14
+
+
+@pytest.mark.parametrize(
+    "labels, got",
+    [
+        ([0.0, 1.0, 5.0], "from 0 to 5"),  # gave a NaN loss, silently
+        ([0.0, 1.5, 1.0], "from 0 to 1.5"),  # 1.5 was truncated to class 1
+        ([-1.0, 1.0, 0.0], "from -1 to 1"),
+    ],
+)
+def test_cross_entropy_refuses_labels_outside_the_classes(labels, got):
+    loss = flows.CrossEntropyLoss()
+    logits = jnp.array([[0.2, -0.4], [1.0, 0.3], [-0.5, 0.7]])
+    labels = jnp.array(labels)  # closed over by the loss, as data is: concrete under jit
+    with pytest.raises(ValueError) as info:
+        jax.jit(lambda z: loss(z, labels))(logits)
+    assert (
+        str(info.value)
+        == f"cross-entropy labels must be integers in [0, 2) for 2 logits, got values {got}"
+    )
+    good = loss(logits, jnp.array([0, 1, 1]))
+    expected = sum(
+        float(jax.scipy.special.logsumexp(row)) - float(row[c])
+        for row, c in zip(logits, [0, 1, 1], strict=True)
+    )
+    assert abs(good - expected) < 1e-13
