@@ -20,7 +20,10 @@ def float64_array(name: str, array):
     a silent cast would hide a lower-precision model. **Raises:** `ValueError` naming it."""
     import jax.numpy as jnp
 
-    array = jnp.asarray(array)
+    try:
+        array = jnp.asarray(array)
+    except TypeError:  # a str said "Value 'a' with dtype <U1 is not a valid JAX array type"
+        raise ValueError(f"{name} must be a numeric array, got {type(array).__name__}") from None
     if jnp.issubdtype(array.dtype, jnp.integer) or array.dtype == jnp.bool_:
         return array.astype(jnp.float64)
     if array.dtype != jnp.float64:

@@ -43,9 +43,10 @@ class DeepLinearNet(eqx.Module):
 
     **Raises:**
 
-    `ValueError` if `weights` is empty, a matrix is not 2-D or not finite, is float32 (or
-    another non-float64 float: refused, not cast, as `flows.gradient_flow` refuses it;
-    integer matrices are converted to float64), or shapes do not chain.
+    `ValueError` if `weights` is not a sequence or is empty, a matrix is not numeric, not
+    2-D or not finite, is float32 (or another non-float64 float: refused, not cast, as
+    `flows.gradient_flow` refuses it; integer matrices are converted to float64), or shapes
+    do not chain.
 
     See the constructors `gaussian`, `balanced` and `decoupled`.
     """
@@ -53,6 +54,11 @@ class DeepLinearNet(eqx.Module):
     weights: tuple[Float[Array, "d_k d_km1"], ...]
 
     def __init__(self, weights: Sequence[ArrayLike]):
+        if weights is None or isinstance(weights, (str, bytes)) or not hasattr(weights, "__iter__"):
+            raise ValueError(  # None said "'NoneType' object is not iterable"
+                "weights must be a sequence of matrices (W_1, …, W_L), got "
+                f"{type(weights).__name__}"
+            )
         weights = tuple(_checks.float64_array(f"weights[{k}]", w) for k, w in enumerate(weights))
         if len(weights) == 0:
             raise ValueError("weights must hold at least one matrix, got none")

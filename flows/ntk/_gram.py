@@ -90,12 +90,17 @@ def ntk_gram(
 
     **Raises:** `ValueError` for an unknown `method`, "layers" on a model that is not a
     `models.MLP`, `memory` < 1, or naming `X` when it is not `(n, d)` with n ≥ 1 or holds
-    NaN or inf (Σ would be NaN).
+    NaN or inf (Σ would be NaN); `TypeError` naming `model` when it is not callable.
 
     **Reference:** Chizat, Oyallon & Bach 2019, §2 (Σ(w) = Dh(w)Dh(w)ᵀ); Jacot, Gabriel &
     Hongler 2018 (the NTK); Novak, Sohl-Dickstein & Schoenholz 2022, "Fast finite width
     neural tangent kernel" (structured, Jacobian-free NTK products).
     """
+    if not callable(model):  # None said "'NoneType' object is not callable"
+        raise TypeError(
+            f"model must be a callable equinox Module (one input of shape (d,)), got "
+            f"{type(model).__name__}"
+        )
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
     if isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1:

@@ -75,6 +75,17 @@ def test_bad_arguments_raise(kwargs, match):
         flows.ntk.ntk_gram(model, _inputs(), **kwargs)
 
 
+@pytest.mark.parametrize("model", [None, np.ones((3, 5))])
+def test_a_model_that_cannot_be_called_is_refused_naming_model(model):
+    # None said "'NoneType' object is not callable"
+    with pytest.raises(TypeError) as info:
+        flows.ntk.ntk_gram(model, _inputs())
+    assert str(info.value) == (
+        "model must be a callable equinox Module (one input of shape (d,)), got "
+        f"{type(model).__name__}"
+    )
+
+
 @pytest.mark.parametrize(
     "X, message",
     [

@@ -32,3 +32,18 @@ def test_a_model_larger_than_memory_is_refused_before_allocating(build):
     with pytest.raises(ValueError, match=r"^(width|dims): the model would have .* GiB in "
                        r"float64, more than this machine's memory"):  # fmt: skip
         build(jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        # None said "'NoneType' object is not iterable", a str JAX's "not a valid JAX array type"
+        (None, "weights must be a sequence of matrices (W_1, …, W_L), got NoneType"),
+        ("abc", "weights must be a sequence of matrices (W_1, …, W_L), got str"),
+        ([np.eye(2), "ab"], "weights[1] must be a numeric array, got str"),
+    ],
+)
+def test_deep_linear_net_refuses_what_is_not_a_list_of_matrices(weights, message):
+    with pytest.raises(ValueError) as info:
+        models.DeepLinearNet(weights)
+    assert str(info.value) == message
