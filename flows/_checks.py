@@ -3,6 +3,7 @@
 import math
 from collections.abc import Mapping
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -111,8 +112,6 @@ def check_observables(observables, params=None) -> tuple:
 
 
 def _check_observable(name: str, fn, params) -> None:
-    import equinox as eqx
-
     try:
         out = eqx.filter_eval_shape(fn, params)
     except Exception as e:  # whatever the user's function raises on these parameters

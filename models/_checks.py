@@ -5,6 +5,7 @@ import os
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -18,8 +19,6 @@ def float64_array(name: str, array):
     """`array` as a float64 JAX array: integers are converted (exactly, below 2^53); other
     floating or complex dtypes (float32) are refused, as `flows.gradient_flow` refuses them:
     a silent cast would hide a lower-precision model. **Raises:** `ValueError` naming it."""
-    import jax.numpy as jnp
-
     try:
         array = jnp.asarray(array)
     except TypeError:  # a str said "Value 'a' with dtype <U1 is not a valid JAX array type"

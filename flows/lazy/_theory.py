@@ -23,6 +23,7 @@ from .._flat import flat_model
 from .._flat import outputs as _outputs
 from .._losses import SquaredLoss
 from ..ntk._gram import ntk_gram
+from ._comparison import check_pair
 
 # λ_min ≤ this·λ_max is round-off: the same cut-off as `linear_closed_form`'s eig_tol.
 _SINGULAR = 1e-12
@@ -239,8 +240,6 @@ def lazy_constants(
         raise ValueError(
             f"loss must be a flows.SquaredLoss (strongly convex and smooth), got {loss!r}"
         )
-    from ._comparison import check_pair
-
     X, Y = (np.asarray(a) for a in check_pair(data))  # NaN targets gave a NaN y_star
     w0, h, _ = _outputs(model, X)
     h0 = np.asarray(h(w0))
