@@ -389,7 +389,8 @@ def integrate(
                     for store, leaf in zip(saved_leaves, leaves):
                         store.append(leaf)
                     pending = pending[n_saved:]
-                    y = jax.tree.map(lambda a: a[0], y_reached)
+                    # on the host: `a[0]` on the device would compile a program of its own
+                    y = jax.tree.map(lambda a: jax.device_put(np.asarray(a)[0]), y_reached)
                     t_now, h_last = t_stop, float(new_state[1][1])
                     if not bool(ok):
                         finite = np.where(np.isfinite(t_reached), t_reached, np.nan)

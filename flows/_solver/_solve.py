@@ -94,41 +94,47 @@ def solve_span(
         )  # fmt: skip
 
 
-@eqx.filter_jit
-def _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
-    """`(solver_state, controller_state, made_jump)` at t0, as `diffeqsolve` would make it
-    (the first step `dt0`, or diffrax's initial step selection when None)."""
+def _make_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, nan_selects):
+    """The initial state (see `_initial_state`); with `nan_selects`, a NaN `dt0` (traced)
+    asks for diffrax's initial step selection."""
     terms = dfx.ODETerm(field)
     controller = step_memory_pid(rtol, atol, dtmin, t1, 0)
     error_order = solver.error_order(terms)
-    tnext, controller_state = controller.init(
-        terms, t0, t1, y0, dt0, args, solver.func, error_order
-    )
+
+    def init(step):
+        return controller.init(terms, t0, t1, y0, step, args, solver.func, error_order)
+
+    if nan_selects:  # only the first step's choice branches: the solver's start is traced once
+        chosen = jax.lax.cond(jnp.isnan(dt0), lambda: init(None), lambda: init(dt0))
+    else:
+        chosen = init(dt0)
+    tnext, controller_state = chosen
     solver_state = solver.init(terms, t0, tnext, y0, args)
     # Python scalars in the state (a first-step flag) as arrays, as a finished solve returns
     # them: a static value would give the first call a program of its own.
     return jax.tree.map(jnp.asarray, (solver_state, controller_state, False))
 
 
+@eqx.filter_jit
+def _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
+    """`(solver_state, controller_state, made_jump)` at t0, as `diffeqsolve` would make it
+    (the first step `dt0`, or diffrax's initial step selection when None)."""
+    return _make_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, False)
+
+
+@eqx.filter_jit
 def _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
     """`_initial_state` inside a solve program, with `dt0` a traced scalar: NaN for
-    diffrax's initial step selection (two field evaluations, made only then)."""
-
-    def chosen():
-        return _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, None, args)
-
-    def given():
-        return _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
-
-    return jax.lax.cond(jnp.isnan(dt0), chosen, given)
+    diffrax's initial step selection (two field evaluations, made only then). Traced once
+    (`_placeholder` traces it for its shapes; the solve program reuses that trace)."""
+    return _make_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, True)
 
 
 def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
-    """Zeros of the shapes and dtypes of `_initial_state` (traced, never compiled), as
-    numpy arrays: no program is compiled to make them."""
-    shapes = eqx.filter_eval_shape(
-        _initial_state, field, y0, t0, t1, solver, rtol, atol, dtmin, None, args
-    )
+    """Zeros of the shapes and dtypes of `_start` (traced, never compiled), as numpy arrays:
+    no program is compiled to make them."""
+    nan = np.asarray(np.nan, np.float64)  # as `solve_span` passes `dt0`
+    shapes = eqx.filter_eval_shape(_start, field, y0, t0, t1, solver, rtol, atol, dtmin, nan, args)
     return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
 
