@@ -87,6 +87,14 @@ class Counter:
         _COUNTS.pop(self.id, None)
 
 
+@eqx.filter_jit
+def _evaluate(field, t, y, args):
+    """`field(t, y, args)` as a nested program: a solve program traces the field once for all
+    the places diffrax evaluates it (its first-step choice, the stages, the step it traces
+    three times), and XLA inlines it."""
+    return field(t, y, args)
+
+
 class CountedField(eqx.Module):
     """Wraps a vector field; with `count=True` each evaluation, and each Jacobian-vector
     product through it, ticks the counter `cid`.
@@ -106,7 +114,7 @@ class CountedField(eqx.Module):
             jax.debug.callback(_tick, self.cid)
             if not self.solver_counts_jvps:
                 y = jax.tree.map(lambda leaf: _count_jvps(leaf, self.cid), y)
-        return self.field(t, y, args)
+        return _evaluate(self.field, t, y, args)
 
     def add_jvps(self, n) -> None:
         """Add `n` (a traced integer) Jacobian-vector products, when the solver counts them."""
