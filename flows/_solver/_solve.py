@@ -125,11 +125,30 @@ def _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
 
 def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
     """Zeros of the shapes and dtypes of `_initial_state` (traced, never compiled), as
-    numpy arrays: no program is compiled to make them."""
-    shapes = eqx.filter_eval_shape(
-        _initial_state, field, y0, t0, t1, solver, rtol, atol, dtmin, None, args
-    )
-    return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+    read-only numpy arrays: no program is compiled to make them. Kept per structure, array
+    shapes and dtypes and other leaves of the arguments (as `filter_jit` keys its traces):
+    tracing costs ~1 ms, once per Filippov piece solved on the host otherwise."""
+    inputs = (field, y0, t0, t1, solver, rtol, atol, dtmin, args)
+    leaves, treedef = jax.tree.flatten(inputs)
+    key = (treedef, *((x.shape, x.dtype) if eqx.is_array(x) else (type(x), x) for x in leaves))
+    try:
+        return _PLACEHOLDERS[key]
+    except TypeError:  # an unhashable static leaf: traced each time
+        key = None
+    except KeyError:
+        pass
+    shapes = eqx.filter_eval_shape(_initial_state, *inputs[:8], None, args)
+    zeros = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+    for leaf in jax.tree.leaves(zeros):
+        leaf.flags.writeable = False  # one placeholder serves every call
+    if key is not None:
+        if len(_PLACEHOLDERS) >= 64:
+            _PLACEHOLDERS.pop(next(iter(_PLACEHOLDERS)))
+        _PLACEHOLDERS[key] = zeros
+    return zeros
+
+
+_PLACEHOLDERS: dict = {}  # key of _placeholder's inputs -> its zeros, 64 at most
 
 
 def _before(save, t1, shapes):
