@@ -144,8 +144,13 @@ def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
     [
         # NaN targets used to give constants with a NaN y_star, silently
         (lambda X, Y: (X, Y * np.nan), "data targets: non-finite values (NaN or inf)"),
-        (lambda X, Y: X, "data must be a pair (X (n, d), Y (n,)), got a ndarray"),
+        (lambda X, Y: X, "data must be a pair (X (n, d), Y (n,) or (n, k)), got a ndarray"),
         (lambda X, Y: (X, Y[:2]), "data targets have 2 rows but inputs have 5"),
+        # used to fail as JAX's "IndexError: tuple index out of range", numpy's "could not
+        # convert string to float", or to pass None targets on
+        (lambda X, Y: (X, 1.0), "data targets have shape () but inputs have 5"),
+        (lambda X, Y: ([["a"] * 8] * 5, Y), "data inputs must be an array of numbers, got list"),
+        (lambda X, Y: (X, None), "data targets must be an array of numbers, got NoneType"),
     ],
 )
 def test_lazy_constants_refuse_bad_data_naming_it(data, message):
