@@ -142,8 +142,8 @@ def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
     for leaf in jax.tree.leaves(zeros):
         leaf.flags.writeable = False  # one placeholder serves every call
     if key is not None:
-        if len(_PLACEHOLDERS) >= 64:
-            _PLACEHOLDERS.pop(next(iter(_PLACEHOLDERS)))
+        if len(_PLACEHOLDERS) >= 64:  # many problems in one process: start again
+            _PLACEHOLDERS.clear()
         _PLACEHOLDERS[key] = zeros
     return zeros
 
