@@ -143,8 +143,7 @@ def check_ts(ts, t1: float) -> np.ndarray:
         raise ValueError(f"ts must be an array of flow times, got {ts!r} ({e})") from None
     if ts.ndim != 1 or ts.size == 0:
         raise ValueError(f"ts must be a non-empty 1-D array, got shape {ts.shape}")
-    if not np.all(np.isfinite(ts)):
-        raise ValueError("ts contains non-finite values")
+    check_finite("ts", ts)
     if np.any(np.diff(ts) <= 0):
         raise ValueError("ts must be strictly increasing")
     if ts[0] < 0 or ts[-1] > t1:

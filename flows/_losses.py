@@ -3,7 +3,8 @@
 Each loss is a frozen, hashable object, so it can be a static field of a jitted vector field.
 Predictions and targets have shape `(n,)` (one output per input) or `(n, k)`. The squared,
 logistic and exponential losses raise `ValueError` naming both shapes when the targets do
-not have the predictions' shape (a scalar target broadcasts) or the predictions are empty.
+not have the predictions' shape (a scalar target broadcasts) or the predictions are empty;
+the logistic and exponential losses also refuse concrete targets outside {−1, +1}.
 """
 
 import dataclasses
@@ -54,6 +55,25 @@ def _check_labels(labels, k: int) -> None:
         )
 
 
+def _check_signs(targets) -> None:
+    """Refuse concrete margin-loss targets that are not ±1 (0/1 labels gave a wrong loss,
+    silently: a 0 target has zero gradient); traced targets (arguments of a jitted function)
+    cannot be seen and are not checked. Targets closed over by the loss, as data is, are
+    concrete under `jit` too.
+    **Raises:** `ValueError` naming `targets` and the values found."""
+    if isinstance(targets, jax.core.Tracer):
+        return
+    values = np.asarray(targets)
+    bad = values[(values != 1) & (values != -1)]
+    if bad.size:
+        found = np.unique(bad)
+        shown = ", ".join(f"{v:g}" for v in found[:3]) + (", ..." if found.size > 3 else "")
+        raise ValueError(
+            f"targets of the logistic and exponential losses must be -1 or +1, got {shown} "
+            "(0/1 labels y give ±1 targets as 2*y - 1)"
+        )
+
+
 def _check_reduction(reduction):
     if reduction not in ("sum", "mean"):
         raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
@@ -90,6 +110,10 @@ class LogisticLoss:
 
     Computed as softplus(−margin), exact in float32 and float64 at any margin (a naive
     `sigmoid(m) − 1` is exactly 0 in float32 for m ≥ 17, freezing the flow).
+
+    **Raises:** `ValueError` naming both shapes (see the module), or naming `targets` when
+    concrete targets are not all −1 or +1 (traced targets, arguments of a jitted function,
+    are not checked).
     """
 
     reduction: str = "sum"
@@ -99,12 +123,16 @@ class LogisticLoss:
 
     def __call__(self, pred, target):
         _check_shapes(pred, target)
+        _check_signs(target)
         return _reduce(jax.nn.softplus(-target * pred), self.reduction)
 
 
 @dataclasses.dataclass(frozen=True)
 class ExponentialLoss:
-    """R(y) = Σ_i exp(−y*_i y_i) (or the mean), targets y*_i ∈ {−1, +1}."""
+    """R(y) = Σ_i exp(−y*_i y_i) (or the mean), targets y*_i ∈ {−1, +1}.
+
+    **Raises:** as `LogisticLoss`.
+    """
 
     reduction: str = "sum"
 
@@ -113,6 +141,7 @@ class ExponentialLoss:
 
     def __call__(self, pred, target):
         _check_shapes(pred, target)
+        _check_signs(target)
         return _reduce(jnp.exp(-target * pred), self.reduction)
 
 

@@ -24,7 +24,15 @@ def read_frozen(frozen: Frozen) -> PyTree:
     """The frozen value, with `jax.lax.stop_gradient` on every array leaf.
 
     Non-array leaves (e.g. an activation function stored as a field) pass through unchanged.
+
+    **Raises:** `TypeError` naming `frozen` when it is not a `Frozen` (an array or a number
+    used to fail as "object has no attribute 'value'").
     """
+    if not isinstance(frozen, Frozen):
+        raise TypeError(
+            f"frozen must be a models.Frozen, got {type(frozen).__name__}: wrap the value as "
+            "models.Frozen(value)"
+        )
     return jax.tree_util.tree_map(
         lambda leaf: jax.lax.stop_gradient(leaf) if eqx.is_array(leaf) else leaf, frozen.value
     )

@@ -6,7 +6,8 @@ import jax
 import numpy as np
 
 import models
-from flows._checks import check_number
+from flows._checks import check_finite, check_number
+from flows.lazy._comparison import check_pair
 
 from .. import _data
 from .._options import UsageError
@@ -100,8 +101,7 @@ def _array(name: str, value) -> np.ndarray:
     except (TypeError, ValueError):
         what = type(value).__name__
         raise ValueError(f"{name} must be an array of numbers, got {what}") from None
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    check_finite(name, out)
     return out
 
 
@@ -119,18 +119,17 @@ def user_inputs(data, heldout, alphas, options: dict):
     shaped as Y; `alphas` a sequence of numbers (not a str); the numeric `options` numbers
     (`USER_NUMBERS`), `solver` a str. **Raises:** `ValueError` (`TypeError` for `alphas` or
     an option of the wrong type) naming the argument."""
-    X, Y = _pair("data", data, "(X (n, d), Y (n,) or (n, k))")
-    X, Y = _array("data X", X), _array("data Y", Y)
-    if X.ndim != 2 or len(X) == 0:
-        raise ValueError(f"data X must have shape (n, d) with n >= 1, got {X.shape}")
-    if Y.ndim not in (1, 2) or len(Y) != len(X):
-        raise ValueError(f"data Y must have shape ({len(X)},) or ({len(X)}, k), got {Y.shape}")
+    X, Y = (np.asarray(a) for a in check_pair(data))
+    if Y.ndim not in (1, 2):
+        raise ValueError(
+            f"data targets must have shape ({len(X)},) or ({len(X)}, k), got {Y.shape}"
+        )
     X_test, Y_test = None, np.zeros((0,))
     if heldout is not None:
         pair = isinstance(heldout, (tuple, list))
         if pair:
             _pair("heldout", heldout, "(X' (n', d), Y'), or the inputs X' alone")
-        name = "heldout X" if pair else "heldout"
+        name = "heldout inputs" if pair else "heldout"
         X_test = _array(name, heldout[0] if pair else heldout)
         if X_test.ndim != 2 or len(X_test) == 0 or X_test.shape[1] != X.shape[1]:
             raise ValueError(
@@ -138,11 +137,11 @@ def user_inputs(data, heldout, alphas, options: dict):
                 f"have {X.shape[1]} features), got {X_test.shape}"
             )
         if pair:
-            Y_test = _array("heldout Y", heldout[1])
+            Y_test = _array("heldout targets", heldout[1])
             if Y_test.shape != (len(X_test), *Y.shape[1:]):
                 raise ValueError(
-                    f"heldout Y must have shape {(len(X_test), *Y.shape[1:])} (as data Y), "
-                    f"got {Y_test.shape}"
+                    f"heldout targets must have shape {(len(X_test), *Y.shape[1:])} (as data "
+                    f"targets), got {Y_test.shape}"
                 )
     if alphas is not None:
         if isinstance(alphas, (str, bytes)) or not np.iterable(alphas):

@@ -3,6 +3,7 @@ measures."""
 
 import dataclasses
 import functools
+import warnings
 from collections.abc import Callable
 
 import equinox as eqx
@@ -97,15 +98,22 @@ def _flows(objectives: tuple, starts: np.ndarray, t1: float, args, *, n_times, s
 
 
 def _gradient_descent(objective: Callable, w0: np.ndarray, eta: float, steps: int) -> np.ndarray:
-    """Iterates w ← w − η∇F(w) of `flows.gradient_descent`, every step: shape (steps + 1, 2)."""
+    """Iterates w ← w − η∇F(w) of `flows.gradient_descent`, every step: shape (steps + 1, 2).
+    **Raises:** `FloatingPointError` when they diverge: non-finite, or a loss grown 1e10
+    times (`flows.DivergenceWarning` as the error, so that the CLI prints one line)."""
     t1 = eta * steps
-    traj = flows.gradient_descent(
-        lambda w: jnp.reshape(objective(w), ()),
-        jnp.asarray(w0, dtype=jnp.float64),
-        t1,
-        eta=eta,
-        ts=eta * np.arange(steps + 1),
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", flows.DivergenceWarning)
+        try:
+            traj = flows.gradient_descent(
+                lambda w: jnp.reshape(objective(w), ()),
+                jnp.asarray(w0, dtype=jnp.float64),
+                t1,
+                eta=eta,
+                ts=eta * np.arange(steps + 1),
+            )
+        except flows.DivergenceWarning as e:
+            raise FloatingPointError(str(e)) from None
     return np.asarray(traj.params)
 
 

@@ -131,11 +131,32 @@ def _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
 
 
 def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
-    """Zeros of the shapes and dtypes of `_start` (traced, never compiled), as numpy arrays:
-    no program is compiled to make them."""
+    """Zeros of the shapes and dtypes of `_start` (traced, never compiled), as read-only
+    numpy arrays: no program is compiled to make them. Kept per structure, array
+    shapes and dtypes and other leaves of the arguments (as `filter_jit` keys its traces):
+    tracing costs ~1 ms, once per Filippov piece solved on the host otherwise."""
+    inputs = (field, y0, t0, t1, solver, rtol, atol, dtmin, args)
+    leaves, treedef = jax.tree.flatten(inputs)
+    key = (treedef, *((x.shape, x.dtype) if eqx.is_array(x) else (type(x), x) for x in leaves))
+    try:
+        return _PLACEHOLDERS[key]
+    except TypeError:  # an unhashable static leaf: traced each time
+        key = None
+    except KeyError:
+        pass
     nan = np.asarray(np.nan, np.float64)  # as `solve_span` passes `dt0`
-    shapes = eqx.filter_eval_shape(_start, field, y0, t0, t1, solver, rtol, atol, dtmin, nan, args)
-    return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+    shapes = eqx.filter_eval_shape(_start, *inputs[:8], nan, args)
+    zeros = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+    for leaf in jax.tree.leaves(zeros):
+        leaf.flags.writeable = False  # one placeholder serves every call
+    if key is not None:
+        if len(_PLACEHOLDERS) >= 64:  # many problems in one process: start again
+            _PLACEHOLDERS.clear()
+        _PLACEHOLDERS[key] = zeros
+    return zeros
+
+
+_PLACEHOLDERS: dict = {}  # key of _placeholder's inputs -> its zeros, 64 at most
 
 
 def _before(save, t1, shapes):

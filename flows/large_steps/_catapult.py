@@ -5,7 +5,7 @@
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_positive
+from .._checks import check_number, check_positive
 
 
 def uv_output(params) -> jnp.ndarray:
@@ -53,11 +53,17 @@ def catapult_map(f, lam, *, eta: float, y: float, m: int):
     """One exact gradient-descent step of the uv model on (f, λ):
     f' = f − ηλ(f − y) + η²(f − y)²f/m, λ' = λ + η(f − y)(ηλ(f − y) − 4f)/m.
 
-    **Raises:** `ValueError` naming `eta` or `m`.
+    `f`, `lam` and `y` are numbers (a NaN or inf would run on as NaN); `eta`, `m` > 0.
+
+    **Returns:** `(f', λ')`, two floats.
+
+    **Raises:** `ValueError` naming `f`, `lam`, `y`, `eta` or `m` (not a finite number, or
+    `eta`, `m` not > 0).
 
     **Reference:** Lewkowycz et al. 2020, "The large learning rate phase of deep learning:
     the catapult mechanism", eq. (3).
     """
+    f, lam, y = check_number("f", f), check_number("lam", lam), check_number("y", y)
     eta = check_positive("eta", eta)
     m = check_positive("m", m)
     r = f - y

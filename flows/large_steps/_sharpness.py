@@ -12,6 +12,7 @@ import numpy as np
 
 from models import partition
 
+from .._checks import check_finite
 from .._flat import FlatSpec
 from ._hessian import flat_loss, hvp
 from ._lanczos import lanczos_top
@@ -92,8 +93,8 @@ def sharpness(
     _check_search(tol, max_iters, k, v0, p)
     # Outside jit: NaN parameters gave NaN eigenvalues, and a NaN v0 was silently replaced
     # by the fallback start meant for a zero one
-    if not isinstance(w, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(w))):
-        raise ValueError("params contains non-finite values (NaN or inf)")
+    if not isinstance(w, jax.core.Tracer):
+        check_finite("params", w)
     if v0 is not None and not isinstance(v0, jax.core.Tracer):
         if not np.all(np.isfinite(np.asarray(v0, dtype=np.float64))):
             raise ValueError("v0 must be finite (zero is allowed: a fixed start replaces it)")

@@ -212,28 +212,43 @@ class LazyComparison:
 
 
 def check_pair(data):
-    """`data` as float64 `(X (n, d), Y)`, checked: a pair, n ≥ 1, finite, Y with n rows.
-    **Raises:** `ValueError` naming `data` (its inputs or targets)."""
+    """`data` as float64 `(X (n, d), Y)`, checked: a pair of arrays of numbers, n ≥ 1,
+    finite, Y with n rows. **Raises:** `ValueError` naming `data` (its inputs or targets)."""
     if not isinstance(data, (tuple, list)) or len(data) != 2:  # was a TypeError of _check_data
         what = (
             f"a {type(data).__name__} of {len(data)}"
             if isinstance(data, (tuple, list))
             else f"a {type(data).__name__}"
         )
-        raise ValueError(f"data must be a pair (X (n, d), Y (n,)), got {what}")
-    return _check_data("data", *data)
+        raise ValueError(f"data must be a pair (X (n, d), Y (n,) or (n, k)), got {what}")
+    return _check_data("data", *data, targets=True)
 
 
-def _check_data(name, X, Y=None):
-    X = jnp.asarray(X, dtype=jnp.float64)
+def _numbers(name, value):
+    """`value` as a float64 array, or a `ValueError` naming it (a str, None or a list of str
+    used to fail in numpy or JAX)."""
+    try:
+        if value is None or isinstance(value, (str, bytes)):
+            raise TypeError
+        return jnp.asarray(value, dtype=jnp.float64)
+    except (TypeError, ValueError):
+        what = type(value).__name__
+        raise ValueError(f"{name} must be an array of numbers, got {what}") from None
+
+
+def _check_data(name, X, Y=None, *, targets=False):
+    """`(X, Y)` checked as `check_pair` does; `Y` may be None (inputs alone) unless
+    `targets`."""
+    X = _numbers(f"{name} inputs", X)
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"{name} inputs must have shape (n, d) with n >= 1, got {X.shape}")
     check_finite(f"{name} inputs", X)
-    if Y is None:
+    if Y is None and not targets:
         return X, None
-    Y = jnp.asarray(Y, dtype=jnp.float64)
+    Y = _numbers(f"{name} targets", Y)
     if Y.shape[:1] != X.shape[:1]:
-        raise ValueError(f"{name} targets have {Y.shape[0]} rows but inputs have {X.shape[0]}")
+        got = f"{Y.shape[0]} rows" if Y.ndim else "shape ()"
+        raise ValueError(f"{name} targets have {got} but inputs have {X.shape[0]}")
     check_finite(f"{name} targets", Y)
     return X, Y
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from models._checks import prng_key
 
-from .._checks import check_positive
+from .._checks import check_number, check_positive
 from .._flat import flat_model
 from .._flat import outputs as _outputs
 from .._losses import SquaredLoss
@@ -328,8 +328,9 @@ def theorem_2_4_bound(ts, alpha: float, constants: LazyConstants) -> np.ndarray:
 
 
 def _paired(name_a: str, a, name_b: str, b) -> tuple:
-    """`a` and `b` as float64 1-D arrays of one length. **Raises:** `ValueError` naming
-    both (unequal lengths used to fail as numpy's "operands could not be broadcast")."""
+    """`a` and `b` as float64 1-D arrays of one length, not empty. **Raises:** `ValueError`
+    naming both (unequal lengths used to fail as numpy's "operands could not be broadcast";
+    empty ones gave None, silently)."""
     arrays = []
     for name, values in ((name_a, a), (name_b, b)):
         try:
@@ -346,15 +347,18 @@ def _paired(name_a: str, a, name_b: str, b) -> tuple:
             f"{name_a} and {name_b} must have the same length, got {arrays[0].size} and "
             f"{arrays[1].size}"
         )
+    if arrays[0].size == 0:
+        raise ValueError(f"{name_a} and {name_b} are empty: a fit needs points")
     return tuple(arrays)
 
 
 def loglog_slope(x, y) -> float | None:
     """Least-squares slope of log y against log x, over the pairs with x, y > 0 and finite.
 
-    **Returns:** the slope, or None when fewer than two pairs remain.
+    **Returns:** the slope, or None when fewer than two pairs remain or they share one x.
 
-    **Raises:** `ValueError` naming `x` and `y` unless they are 1-D arrays of one length.
+    **Raises:** `ValueError` naming `x` and `y` unless they are 1-D arrays of one length,
+    not empty.
     """
     x, y = _paired("x", x, "y", y)
     keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
@@ -371,14 +375,18 @@ def late_rate(ts, values, *, start: float, floor: float = 0.0) -> float | None:
     rate m·σ_min²/4; the loss R itself decays at 2c. Set `floor` above the solver's round-off
     level so that a flat tail does not bias the fit.
 
-    **Returns:** c (1/flow-time units), or None when fewer than three points remain.
+    **Returns:** c (1/flow-time units), or None when fewer than three points remain or they
+    share one time.
 
-    **Raises:** `ValueError` naming `ts` and `values` unless they are 1-D arrays of one length.
+    **Raises:** `ValueError` naming `ts` and `values` unless they are 1-D arrays of one length,
+    not empty; naming `start` or `floor` unless it is a finite number (a NaN gave None,
+    silently).
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.4 (exponential convergence).
     """
     ts, values = _paired("ts", ts, "values", values)
-    keep = (ts >= start) & np.isfinite(values) & (values > max(float(floor), 0.0))
-    if np.count_nonzero(keep) < 3:
+    start, floor = check_number("start", start), check_number("floor", floor)
+    keep = (ts >= start) & np.isfinite(values) & (values > max(floor, 0.0))
+    if np.count_nonzero(keep) < 3 or np.ptp(ts[keep]) == 0:
         return None
     return float(-np.polyfit(ts[keep], np.log(values[keep]), 1)[0])

@@ -369,8 +369,8 @@ def _check_data(data, d):
         raise ValueError(f"data: X must have shape (n, {d}) with n >= 1, got {X.shape}")
     if Y.shape != (X.shape[0],):
         raise ValueError(f"data: Y must have shape ({X.shape[0]},), got {Y.shape}")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
-        raise ValueError("data contains non-finite values (NaN or inf)")
+    check_finite("data X", X)
+    check_finite("data Y", Y)
     return X, Y
 
 

@@ -11,6 +11,7 @@ from jaxtyping import Float
 
 from models import MLP, partition
 
+from .._checks import check_finite
 from .._flat import jacobian, jacobian_rows, outputs
 
 METHODS = ("auto", "jacobian", "layers", "blocks")
@@ -113,10 +114,7 @@ def ntk_gram(
         raise ValueError(f"X must be an array of numbers, got {type(X).__name__}") from None
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X must have shape (n, d) with n >= 1, got {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(
-            f"X contains non-finite values (NaN or inf) in {int(np.sum(~np.isfinite(X)))} entries"
-        )
+    check_finite("X", X)
     if method == "auto":
         p = sum(int(leaf.size) for leaf in jax.tree.leaves(partition(model)[0]))
         k = 1 if isinstance(model, MLP) else _outputs_per_input(model, X)

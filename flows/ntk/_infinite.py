@@ -22,6 +22,8 @@ import math
 import numpy as np
 from jaxtyping import Float
 
+from .._checks import check_finite
+
 # Kernel entries are kept in [1e-150, 1e150]: products of two entries (Σ·Θ, q1·q2) then stay
 # far inside float64, whose range is [2.2e-308, 1.8e308].
 _SAFE = 1e150
@@ -56,8 +58,7 @@ def _checked(X, depth, a, b, weight_std, bias_std):
     X = X.astype(np.float64)
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"X must have shape (n, d) with n, d >= 1, got {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite, got NaN or inf entries")
+    check_finite("X", X)
     return X, int(depth), a, b, weight_std, bias_std
 
 

@@ -10,6 +10,8 @@ import dataclasses
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from .._checks import check_finite
+
 
 @dataclasses.dataclass(frozen=True)
 class MaxMargin:
@@ -33,8 +35,8 @@ def signed_inputs(X, y) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be (n, d) and y (n,), got shapes {X.shape} and {y.shape}")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError("X and y must be finite")
+    check_finite("X", X)
+    check_finite("y", y)
     if not np.all(np.abs(y) == 1):
         raise ValueError("y must hold labels -1 and +1")
     if len(np.unique(y)) < 2:

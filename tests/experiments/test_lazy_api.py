@@ -70,18 +70,18 @@ _Y = np.sin(_X[:, 0])
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"data": (_X, _Y[:5])}, ValueError, "data Y must have shape (12,) or (12, k), got (5,)"),
+        ({"data": (_X, _Y[:5])}, ValueError, "data targets have 5 rows but inputs have 12"),
         ({"data": (_X, _Y[:, None, None])}, ValueError,
-         "data Y must have shape (12,) or (12, k), got (12, 1, 1)"),
+         "data targets must have shape (12,) or (12, k), got (12, 1, 1)"),
         ({"data": (_X[:, 0], _Y)}, ValueError,
-         "data X must have shape (n, d) with n >= 1, got (12,)"),
+         "data inputs must have shape (n, d) with n >= 1, got (12,)"),
         ({"data": _X}, ValueError, "data must be a pair (X (n, d), Y (n,) or (n, k)), got a "
          "ndarray"),
-        ({"data": (_X, _Y * np.nan)}, ValueError, "data Y contains non-finite values"),
+        ({"data": (_X, _Y * np.nan)}, ValueError, "data targets: non-finite values (NaN or inf)"),
         ({"heldout": _X[:, :2]}, ValueError, "heldout must have shape (n', 3) with n' >= 1 (the "
          "inputs of data have 3 features), got (12, 2)"),
         ({"heldout": (_X[:4], _Y[:3])}, ValueError,
-         "heldout Y must have shape (4,) (as data Y), got (3,)"),
+         "heldout targets must have shape (4,) (as data targets), got (3,)"),
         ({"alphas": "1,10"}, TypeError,
          "alphas must be a sequence of numbers such as [1, 10, 100], got str '1,10'"),
         ({"alphas": 10}, TypeError,

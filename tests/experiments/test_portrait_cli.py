@@ -3,10 +3,12 @@ from the figures' parts, and one-line errors with exit code 2."""
 
 import json
 import shutil
+import warnings
 
 import numpy as np
 import pytest
 
+import flows
 from experiments._sweep import task_key
 from tests.helpers import cli as run
 from tests.helpers import help_defaults, one_line
@@ -76,6 +78,21 @@ def test_resume_keeps_finished_figures_and_computes_only_the_missing(tmp_path, c
     blows = ["--figures", "conservation", "--eta", "5", "--gd-steps", "60", "--grid", "5"]
     assert _run(*blows, "--workers", "0", "--no-progress", "--out", str(tmp_path / "b")) == 2
     assert "--eta 5.0: " in one_line(capsys.readouterr().err)
+
+
+def test_a_diverging_eta_is_one_line_without_the_divergence_warning(capsys, tmp_path):
+    # --eta 1: the loss grows 1.8e14 times by step 4 and overflows at step 7; the
+    # DivergenceWarning was printed before the one-line error
+    argv = ["--figures", "conservation", "--eta", "1", "--grid", "5", "--workers", "0"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _run(*argv, "--no-progress", "--out", str(tmp_path / "run")) == 2
+    assert not [w for w in caught if issubclass(w.category, flows.DivergenceWarning)]
+    assert one_line(capsys.readouterr().err).startswith(
+        "gradflows run portrait: error: --eta 1.0: gradient descent diverges: the loss grew "
+        "1.84e+14 times (from 2.205 to 4.05837e+14) by step 4 (t=4); eta=1.0 is above the "
+        "stability limit 2/λ_max of the Hessian: reduce eta"
+    )
 
 
 @pytest.mark.parametrize(

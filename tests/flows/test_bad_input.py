@@ -22,6 +22,7 @@ def loss(p):
         (dict(t1=1.0, ts=[0.0, 0.5, 0.2]), "ts"),
         (dict(t1=1.0, ts=[0.0, 2.0]), "ts"),
         (dict(t1=1.0, ts=[-1.0, 0.5]), "ts"),
+        (dict(t1=1.0, ts=[0.0, float("nan")]), r"^ts: non-finite values \(NaN or inf\)$"),
         (dict(t1=1.0, solver="euler"), "solver"),
         (dict(t1=1.0, max_steps=0), "max_steps"),
         (dict(t1=1.0, rtol=float("nan")), "rtol"),
@@ -132,7 +133,8 @@ def test_lazy_comparison_rejects_bad_data():
         flows.lazy.lazy_comparison(net, (X, Y[:3]), 1.0, 1.0)
     # each was "TypeError: _check_data() takes from 2 to 3 positional arguments but 6 were
     # given" (an array of 5 rows unpacked) or "... but 4 were given"
-    with pytest.raises(ValueError, match=r"^data must be a pair \(X \(n, d\), Y \(n,\)\), got "):
+    pair = r"^data must be a pair \(X \(n, d\), Y \(n,\) or \(n, k\)\), got "
+    with pytest.raises(ValueError, match=pair):
         flows.lazy.lazy_comparison(net, X, 1.0, 1.0)
     with pytest.raises(ValueError, match=r"^data must be a pair .*, got a tuple of 3$"):
         flows.lazy.lazy_comparison(net, (X, Y, Y), 1.0, 1.0)

@@ -280,7 +280,8 @@ def test_unsupported_architecture_names_what_is_supported(model):
         ((X[:, :1], Y), 1.0, r"X must have shape \(n, 2\)"),
         ((X[:0], Y[:0]), 1.0, r"X must have shape \(n, 2\) with n >= 1, got \(0, 2\)"),
         ((X, Y[:2]), 1.0, r"Y must have shape \(3,\)"),
-        ((X * np.nan, Y), 1.0, "non-finite"),
+        ((X * np.nan, Y), 1.0, r"^data X: non-finite values \(NaN or inf\)$"),
+        ((X, Y * np.inf), 1.0, r"^data Y: non-finite values \(NaN or inf\)$"),
         (X, 1.0, r"pair \(X, Y\)"),
     ],
 )

@@ -1,6 +1,7 @@
 """What a cold first call compiles (issue 21): a default, non-stiff `gradient_flow` compiles its
 solve (which makes its initial state too) and the Hessian-vector product of the stiffness test
-(whose Lanczos recurrence runs on the host), each once, and nothing of the stiff solver
+(whose Lanczos recurrence runs on the host), each once, no program to take the end state out of
+the solve's output, and nothing of the stiff solver
 (exprb32's trial step waits until a switch is considered); the checks and the flattening of
 the parameters run on the host, not as eager jax programs. Counted by name from JAX's compile
 events, not timed."""
@@ -47,6 +48,7 @@ def test_a_default_nonstiff_first_call_compiles_no_stiff_solver_and_no_eager_che
     for program in ("jit(_solve_span)", "jit(_hvp)"):
         assert names.count(program) == 1, names
     assert "jit(_initial_state)" not in names, names  # made inside the solve program
+    assert "jit(squeeze)" not in names, names  # the end state is indexed on the host
     # exprb32's trial step and the φ-function error estimate are not compiled
     assert not [n for n in names if "probe_error" in n or "exprb" in n.lower()], names
     # measured before: 5 × isfinite and _reduce_all (check_finite), 5 × ravel and one

@@ -69,3 +69,33 @@ def test_cross_entropy_refuses_labels_outside_the_classes(labels, got):
         for row, c in zip(logits, [0, 1, 1], strict=True)
     )
     assert abs(good - expected) < 1e-13
+
+
+@pytest.mark.parametrize("loss", [flows.LogisticLoss(), flows.ExponentialLoss("mean")])
+@pytest.mark.parametrize(
+    "targets, got",
+    [
+        ([1.0, 0.0, 1.0, 0.0], "0"),  # 0/1 labels: a 0 target has zero gradient, silently
+        ([2.0, -1.0, 0.5, -3.0], "-3, 0.5, 2"),
+        ([1.0, 0.0, 2.0, 3.0, 4.0], "0, 2, 3, ..."),
+    ],
+)
+def test_margin_losses_refuse_concrete_targets_that_are_not_signs(loss, targets, got):
+    targets = jnp.array(targets)  # closed over by the loss, as data is: concrete under jit
+    pred = jnp.linspace(-0.7, 1.1, targets.size)
+    with pytest.raises(ValueError) as info:
+        jax.jit(lambda p: loss(p, targets))(pred)
+    assert str(info.value) == (
+        f"targets of the logistic and exponential losses must be -1 or +1, got {got} "
+        "(0/1 labels y give ±1 targets as 2*y - 1)"
+    )
+
+
+def test_margin_losses_accept_signs_and_leave_traced_targets_unchecked():
+    pred, signs = jnp.array([0.5, -1.0, 2.0]), jnp.array([1.0, -1.0, -1.0])
+    margins = -signs * pred  # -0.5, -1, 2
+    expected = float(jnp.sum(jnp.log1p(jnp.exp(margins))))
+    assert abs(flows.LogisticLoss()(pred, signs) - expected) < 1e-14
+    # a traced target cannot be seen (documented): a 0 target gives log 2, not an error
+    traced = jax.jit(flows.LogisticLoss())(pred, jnp.zeros(3))
+    assert abs(traced - 3 * float(jnp.log(2.0))) < 1e-14

@@ -61,6 +61,18 @@ def test_max_margin_agrees_with_scikit_learn_where_liblinear_converges(digits_3_
     assert mm.solver["name"] == "scipy.optimize.nnls"
 
 
+@pytest.mark.parametrize("name", ["X", "y"])
+def test_max_margin_refuses_non_finite_data_naming_it(name):
+    X = np.array([[1.0, 2.0], [-1.0, -2.0], [3.0, 1.0]])
+    y = np.array([1.0, -1.0, 1.0])
+    if name == "X":
+        X[1, 0] = np.nan
+    else:
+        y[2] = np.inf
+    with pytest.raises(ValueError, match=rf"^{name}: non-finite values \(NaN or inf\)$"):
+        flows.observables.max_margin(X, y)
+
+
 def test_max_margin_says_in_one_line_that_the_data_are_not_separable():
     X = np.array([[1.0, 2.0], [-1.0, -2.0], [3.0, 1.0]])
     y = np.array([1.0, 1.0, -1.0])  # x and −x with one label: no hyperplane through 0

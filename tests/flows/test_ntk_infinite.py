@@ -131,7 +131,7 @@ def test_large_but_representable_kernels_are_returned_exactly():
     [
         (np.zeros((3, 2)) + [[1, 0], [0, 0], [1, 1]], r"rows of norm 0 \(rows \[1\]\)"),
         (np.ones(3), r"shape \(n, d\)"),
-        (np.array([[1.0, np.nan]]), "finite"),
+        (np.array([[1.0, np.nan]]), r"^X: non-finite values \(NaN or inf\)$"),
         (np.array([["a", "b"]]), "numeric"),
         (np.full((2, 2), 1e200), "inputs' variances"),
     ],

@@ -11,7 +11,13 @@ import numpy as np
 from jax import monitoring
 
 import flows  # noqa: F401  (float64)
-from flows._solver._solve import _initial_state, save_state, solve_from_state, solve_span
+from flows._solver._solve import (
+    _initial_state,
+    _placeholder,
+    save_state,
+    solve_from_state,
+    solve_span,
+)
 
 _A = jnp.array([[-2.0, 0.7, 0.1], [0.3, -0.9, 0.2], [-0.4, 0.1, -3.1]])
 
@@ -68,3 +74,19 @@ def test_resuming_from_the_span_reuses_the_program():
     )
     assert "_solve_span" not in _TRACED[before:], _TRACED[before:]
     assert bool(second.ok) and float(second.t_end[0]) == 1.0
+
+
+def test_a_new_first_span_of_the_same_shapes_traces_nothing():
+    # the placeholder state is kept per shapes: a Filippov piece solved on the host paid
+    # ~1 ms of tracing `_initial_state` for it each time
+    t0, t1 = jnp.asarray(0.0), jnp.asarray(0.5)
+    solve_span(_field, save_state, Y0, t0, t1, TS * 0.5, None, *SETTINGS)
+    before = len(_TRACED)
+    again = solve_span(_field, save_state, 2.0 * Y0, t1, 2.0 * t1, TS + 0.1, None, *SETTINGS)
+    assert _TRACED[before:] == [] and bool(again.ok)
+    # other shapes: a placeholder of their own
+    shapes = [
+        [x.shape for x in jax.tree.leaves(_placeholder(field, y0, t0, t1, *SETTINGS[:4], None))]
+        for field, y0 in ((_field, Y0), (lambda t, y, args: -y, jnp.ones((2, 4))))
+    ]
+    assert (3,) in shapes[0] and (2, 4) in shapes[1] and (2, 4) not in shapes[0]

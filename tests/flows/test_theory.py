@@ -144,8 +144,13 @@ def test_constants_that_do_not_exist_are_none_with_a_reason_on_a_singular_ntk():
     [
         # NaN targets used to give constants with a NaN y_star, silently
         (lambda X, Y: (X, Y * np.nan), "data targets: non-finite values (NaN or inf)"),
-        (lambda X, Y: X, "data must be a pair (X (n, d), Y (n,)), got a ndarray"),
+        (lambda X, Y: X, "data must be a pair (X (n, d), Y (n,) or (n, k)), got a ndarray"),
         (lambda X, Y: (X, Y[:2]), "data targets have 2 rows but inputs have 5"),
+        # used to fail as JAX's "IndexError: tuple index out of range", numpy's "could not
+        # convert string to float", or to pass None targets on
+        (lambda X, Y: (X, 1.0), "data targets have shape () but inputs have 5"),
+        (lambda X, Y: ([["a"] * 8] * 5, Y), "data inputs must be an array of numbers, got list"),
+        (lambda X, Y: (X, None), "data targets must be an array of numbers, got NoneType"),
     ],
 )
 def test_lazy_constants_refuse_bad_data_naming_it(data, message):
@@ -194,6 +199,21 @@ def test_a_seed_given_as_key_is_refused_naming_key(call):
             lambda: flows.lazy.late_rate(np.ones((2, 3)), np.ones((2, 3)), start=0.0),
             "ts must be a 1-D array, got shape (2, 3)",
         ),
+        # empty data gave None, silently
+        (lambda: flows.lazy.loglog_slope([], []), "x and y are empty: a fit needs points"),
+        (
+            lambda: flows.lazy.late_rate([], [], start=0.0),
+            "ts and values are empty: a fit needs points",
+        ),
+        # a NaN start or floor kept no point: None, silently
+        (
+            lambda: flows.lazy.late_rate([0.0, 1.0, 2.0], [1.0, 0.5, 0.2], start=np.nan),
+            "start must be finite, got nan",
+        ),
+        (
+            lambda: flows.lazy.late_rate([0.0, 1.0, 2.0], [1.0, 0.5, 0.2], start=0, floor=np.nan),
+            "floor must be finite, got nan",
+        ),
     ],
 )
 def test_fits_refuse_unpaired_arrays_naming_them(call, message):
@@ -207,3 +227,5 @@ def test_fits_recover_a_known_slope_and_rate():
     assert abs(flows.lazy.loglog_slope(x, 3.0 * x**-1.5) + 1.5) < 1e-12
     ts = np.linspace(0.0, 5.0, 11)
     assert abs(flows.lazy.late_rate(ts, 2.0 * np.exp(-0.7 * ts), start=1.0) - 0.7) < 1e-12
+    # one time repeated has no slope (numpy's polyfit gave a number with a RankWarning)
+    assert flows.lazy.late_rate([1.0, 1.0, 1.0], [1.0, 2.0, 3.0], start=0.0) is None

@@ -1,6 +1,7 @@
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import pytest
 
 import models
 
@@ -24,3 +25,13 @@ def test_read_frozen_blocks_gradients():
 
     w = jnp.array([1.0, 2.0, 3.0])
     assert jnp.array_equal(jax.grad(f)(w), w)
+
+
+def test_read_frozen_refuses_what_is_not_frozen_naming_it():
+    # used to fail as "'int' object has no attribute 'value'"
+    for value, kind in ((3, "int"), (jnp.ones(2), "ArrayImpl"), ({"value": 1.0}, "dict")):
+        with pytest.raises(TypeError) as info:
+            models.read_frozen(value)
+        assert str(info.value) == (
+            f"frozen must be a models.Frozen, got {kind}: wrap the value as models.Frozen(value)"
+        )

@@ -41,3 +41,20 @@ def test_uv_init_refuses_a_bad_m_or_seed_naming_it(m, seed, message):
     with pytest.raises(ValueError) as info:
         uv_init(m, seed)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # a NaN f ran on as (nan, nan), silently
+        ((np.nan, 2.0, 1.5, 0.5, 50), "f must be finite, got nan"),
+        ((0.3, np.inf, 1.5, 0.5, 50), "lam must be finite, got inf"),
+        ((0.3, 2.0, 1.5, "0.5", 50), "y must be a number, got '0.5'"),
+        ((0.3, 2.0, 0.0, 0.5, 50), "eta must be finite and > 0, got 0.0"),
+    ],
+)
+def test_catapult_map_refuses_a_non_finite_state_naming_it(args, message):
+    f, lam, eta, y, m = args
+    with pytest.raises(ValueError) as info:
+        catapult_map(f, lam, eta=eta, y=y, m=m)
+    assert str(info.value) == message
