@@ -8,7 +8,9 @@ Gaussian points (`_problem.N_POINTS`), at the shared tolerances.
 
 Each problem is solved by "auto" and by the fixed solvers (`FIXED`; Kvaerno5 only up to
 `KVAERNO_MAX` parameters), as case 10 does (`_case_engine.run_solvers`): one compiling call,
-then warm calls interleaved, best of `cfg.repeats`. The cold time of "auto" and of the best
+then warm calls interleaved, best of at least `cfg.repeats` and, for these short solves, of
+as many as fill ~1.5 s (at most 30; `_timing.best_of`, the number in each solver's
+`warm_calls`). The cold time of "auto" and of the best
 fixed solver is measured, on the problems of `COLD`, in a fresh process each with the
 persistent compilation cache off (`python -m benchmarks._case_auto_family KEY SOLVER`): the
 first call as a user meets it.
