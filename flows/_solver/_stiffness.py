@@ -238,6 +238,13 @@ class StiffnessMonitor:
         self.last = float(lam)
         return self.last
 
+    def compile(self, field, t: float, y) -> None:
+        """One Hessian-vector product at (t, y), its value discarded and not counted: it
+        compiles the tests' only program (`_hvp`) before the first test needs it, so that a
+        caller can overlap that with compiling the solve (on a second thread)."""
+        p = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y))
+        jax.block_until_ready(_matvec(field, t, y)(np.zeros(p)))
+
     def record(self, phase: str, seconds: float, steps: int, grads: int, hvps: int) -> None:
         """Add a segment of `steps` steps of `phase` that took `seconds` (`grads` gradients
         and `hvps` Hessian-vector products, counted for the stiff solver only)."""
