@@ -147,6 +147,7 @@ def _prober(field, counter, settings, rtol, atol, symmetric):
 
 
 _SECOND_THREAD = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gradflows")
+_INDICATED = IndicatedTsit5()  # stateless: one serves every segment
 
 
 def _join(compiling):
@@ -250,8 +251,9 @@ def integrate(
         )
         phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
         # The tests' program is compiled on a second thread (one product, not a test), so that
-        # it overlaps compiling the first segment's solve; warm, it costs one product.
-        compiling = _SECOND_THREAD.submit(monitor.compile, field, 0.0, y0)
+        # it overlaps compiling the first segment's solve; not again once compiled.
+        if not monitor.compiled(field, y0):
+            compiling = _SECOND_THREAD.submit(monitor.compile, field, 0.0, y0)
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     # The explicit phase's own stiffness estimate at its last step (1/time), trusted only
     # after steps without a rejection since the last test (`rejected`; `grace`: one is allowed
@@ -326,13 +328,12 @@ def integrate(
                     counted = phase in STIFF
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
-                    solver_object = make_solver(
+                    indicated = monitor is not None and phase == monitor.explicit
+                    # Tsit5 with its free stiffness estimate in its state where indicated
+                    solver_object = _INDICATED if indicated else make_solver(
                         phase, rtol, atol, kvaerno5.gmres_max_iters,
                         size <= kvaerno5.dense_max, symmetric, size,
                     )  # fmt: skip
-                    indicated = monitor is not None and phase == monitor.explicit
-                    if indicated:  # Tsit5 with its free stiffness estimate in its state
-                        solver_object = IndicatedTsit5()
                     budget = max_steps - stats.num_steps  # traced: no recompilation
                     if monitor is not None:
                         budget = min(auto.stiff_steps - before, budget)
