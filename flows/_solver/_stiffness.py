@@ -271,7 +271,7 @@ class StiffnessMonitor:
         if key is not None:
             _COMPILED[key] = True
             while len(_COMPILED) > _KEPT:
-                del _COMPILED[next(iter(_COMPILED))]
+                _COMPILED.pop(next(iter(_COMPILED)), None)  # safe if two solves race
 
     def record(self, phase: str, seconds: float, steps: int, grads: int, hvps: int) -> None:
         """Add a segment of `steps` steps of `phase` that took `seconds` (`grads` gradients
