@@ -6,7 +6,8 @@
   logistic loss, `problems.separable_deep_linear`) to t = 10⁴ at rtol 1e-8, with its
   balancedness drift.
 Each solver: one compiling call, then warm calls interleaved across the solvers (best of
-`cfg.repeats`; a solver whose warm call takes over CHEAP_S is timed once). A fixed solver that
+at least `cfg.repeats`, of up to 30 for a solve of under ~1.5 s/`cfg.repeats`,
+`_timing.best_of`; a solver whose warm call takes over CHEAP_S is timed once). A fixed solver that
 exhausts MAX_STEPS (Tsit5 on a stiff flow) is recorded as not finished with the time it ran.
 """
 
@@ -79,8 +80,10 @@ def _record(traj, seconds, cold, rtol):
 
 
 def run_solvers(solve, settings, solvers, repeats, max_steps=MAX_STEPS):
-    """`{solver: record}`: each solver's wall time (warm, best of `repeats` interleaved calls),
-    cold time, steps, work and switches; `{"finished": False, …}` where `max_steps` ran out."""
+    """`{solver: record}`: each solver's wall time (warm, best of at least `repeats`
+    interleaved calls, more for a short solve: `_timing.best_of`; their number in
+    `warm_calls`), cold time, steps, work and switches; `{"finished": False, …}` where
+    `max_steps` ran out."""
     calls, cold, records = {}, {}, {}
     for solver in solvers:
         kw = dict(settings, solver=solver, max_steps=max_steps)
@@ -98,10 +101,12 @@ def run_solvers(solve, settings, solvers, repeats, max_steps=MAX_STEPS):
             print(f"      {solver}: not finished in {max_steps} steps ({ran:.1f} s)", flush=True)
             continue
         calls[solver] = call
-    best, last = best_of(calls, repeats, once_above=CHEAP_S)
+    counts = {}
+    best, last = best_of(calls, repeats, once_above=CHEAP_S, calls=counts)
     for solver in calls:
         records[solver] = _record(last[solver], best[solver], cold[solver], settings["rtol"])
         r = records[solver]
+        r["warm_calls"] = counts[solver]
         print(
             f"      {solver}: {r['seconds']:.3f} s warm, {r['num_steps']} steps, {r['switches']}",
             flush=True,

@@ -2,7 +2,8 @@
 
 Prints a table and writes `benchmarks/results.json` (rows of earlier runs for other cases or
 sizes are kept, so cases can be measured one at a time). Every ratio is measured within one
-process run, its two sides timed interleaved, best of `--repeats`.
+process run, its two sides timed interleaved, best of at least `--repeats` calls, more for a
+short call (until ~1.5 s in all, at most 30: `_timing.best_of`).
 """
 
 import argparse
@@ -61,7 +62,12 @@ def _parser():
         help="parameter counts of the two-layer net (default 1e4 1e5; --quick: 1e3)",
     )
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (minutes)")
-    p.add_argument("--repeats", type=int, default=None, help="timed repeats (default 3; quick 2)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed repeats, at least (default 3; quick 2; short calls more)",
+    )
     p.add_argument(
         "--profile",
         action=argparse.BooleanOptionalAction,

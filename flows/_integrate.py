@@ -147,13 +147,14 @@ def _prober(field, counter, settings, rtol, atol, symmetric):
 
 
 _SECOND_THREAD = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gradflows")
+_INDICATED = IndicatedTsit5()  # stateless: one serves every segment
 
 
-def _join_first_test(first_test, stats, monitor, horizon):
-    """Wait for the first stiffness test (λ̂ at y0) and record it; returns None."""
-    if first_test is not None:
-        stats.stiffness = first_test.result() * horizon
-        stats.jvp_evals += monitor.hvps  # the first test's: it is joined before any other
+def _join(compiling):
+    """Wait for the tests' program to be compiled (`StiffnessMonitor.compile`, on the second
+    thread), raising what it raised; returns None."""
+    if compiling is not None:
+        compiling.result()
     return None
 
 
@@ -214,7 +215,8 @@ def integrate(
     stiffness tests along the solve (`flows._solver._stiffness.StiffnessMonitor`, with the
     options `settings.auto`); the rule is described once, in "How to choose a solver"
     (docs/solvers.md). `stats.switches` records each switch (t, to, h·λ̂, the measured cost
-    ratio of the two solvers' steps); `stats.stiffness` is λ̂·t1 at y0, for the record.
+    ratio of the two solvers' steps); `stats.stiffness` is λ̂·t1 from the first test made, for
+    the record (None where the flow stayed calm and no test was made).
 
     Returns `(saved, y_final, stats)` with `saved` a pytree of numpy arrays of leading length
     `len(ts)`. Raises `MaxStepsReached` or `FloatingPointError` with the time reached and
@@ -236,7 +238,7 @@ def integrate(
     size = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y0))
     saved_leaves: list[list[np.ndarray]] = [[] for _ in range(save_def.num_leaves)]
 
-    phase, monitor, first_test = solver, None, None
+    phase, monitor, compiling = solver, None, None
     horizon = float(ts[-1])
     symmetric = symmetric_jacobian(field)
     if solver == "auto":
@@ -248,15 +250,17 @@ def integrate(
             horizon=float(ts[-1]),
         )
         phase, stats.switches, stats.probes = monitor.explicit, monitor.switches, monitor.probes
-        # λ̂ at y0 (for the record; it warm-starts the next test) runs on a second thread, so
-        # that compiling the Lanczos test overlaps compiling the first segment's solve.
-        first_test = _SECOND_THREAD.submit(monitor.lam, field, 0.0, y0)
+        # The tests' program is compiled on a second thread (one product, not a test), so that
+        # it overlaps compiling the first segment's solve; not again once compiled.
+        if not monitor.compiled(field, y0):
+            compiling = _SECOND_THREAD.submit(monitor.compile, field, 0.0, y0)
     t_start, y, state, done, h_last, since_test = 0.0, y0, None, 0, None, 0
     # The explicit phase's own stiffness estimate at its last step (1/time), trusted only
-    # after steps without a rejection since the last test (`rejected`): Tsit5 held by
-    # stability rejects 10–25 % of its steps, and there its h·ρ can be far below h·λ_max
-    # (a stiff mode kept at atol's level, under the smooth part's y₇ − y₆).
-    rho, rejected = None, 0
+    # after steps without a rejection since the last test (`rejected`; `grace`: one is allowed
+    # in the segment that starts Tsit5 afresh): Tsit5 held by stability rejects 10–25 % of
+    # its steps, and there its h·ρ can be far below h·λ_max (a stiff mode kept at atol's
+    # level, under the smooth part's y₇ − y₆).
+    rho, rejected, grace = None, 0, 0
     dt0 = None  # the first step of a segment that starts the solver afresh (None: diffrax's)
     have = 0  # save times already saved (a checkpoint written within a chunk holds some)
     if checkpoint is not None:
@@ -324,13 +328,12 @@ def integrate(
                     counted = phase in STIFF
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
-                    solver_object = make_solver(
+                    indicated = monitor is not None and phase == monitor.explicit
+                    # Tsit5 with its free stiffness estimate in its state where indicated
+                    solver_object = _INDICATED if indicated else make_solver(
                         phase, rtol, atol, kvaerno5.gmres_max_iters,
                         size <= kvaerno5.dense_max, symmetric, size,
                     )  # fmt: skip
-                    indicated = monitor is not None and phase == monitor.explicit
-                    if indicated:  # Tsit5 with its free stiffness estimate in its state
-                        solver_object = IndicatedTsit5()
                     budget = max_steps - stats.num_steps  # traced: no recompilation
                     if monitor is not None:
                         budget = min(auto.stiff_steps - before, budget)
@@ -408,9 +411,12 @@ def integrate(
                             field, phase, settings, stats, y, t_now, horizon, norm0, h_last,
                             bool(collapsed), bool(hit),
                         )  # fmt: skip
+                    # The segment that starts Tsit5 afresh may reject one step while the step
+                    # grows from diffrax's initial guess: that one leaves ρ trusted.
+                    grace = 1 if indicated and state is None else grace
                     state, t_start = new_state, t_now
                     rejected += int(st["num_rejected_steps"])
-                    rho = float(new_state[0][1]) if indicated and not rejected else None
+                    rho = float(new_state[0][1]) if indicated and rejected <= grace else None
                     since_test += steps
                     # A test ends each segment (not each chunk), and any capped call.
                     tested = monitor is not None and t_now < horizon
@@ -420,8 +426,8 @@ def integrate(
                         ended = (t_now < t_end and not blocked) or since_test >= monitor.steps
                         tested = ended or bool(hit)
                     if tested:
-                        first_test = _join_first_test(first_test, stats, monitor, horizon)
-                        since_test = rejected = 0
+                        compiling = _join(compiling)
+                        since_test = rejected = grace = 0
                         before = counter.evals, counter.jvps, monitor.hvps
                         probe = prober(t_now, y)
                         new_phase = monitor.decide(
@@ -430,6 +436,8 @@ def integrate(
                         stats.grad_evals += counter.evals - before[0]  # trial stiff steps
                         stats.jvp_evals += counter.jvps - before[1]
                         stats.jvp_evals += monitor.hvps - before[2]  # the test's own
+                        if stats.stiffness is None and monitor.last is not None:
+                            stats.stiffness = monitor.last * horizon  # the first test's λ̂
                         if new_phase != phase:
                             # exprb32 starts with the step its trial step said it takes
                             phase, state, dt0 = new_phase, None, monitor.dt0
@@ -459,9 +467,9 @@ def integrate(
         raise
     finally:
         bar.close()
-        if first_test is not None:
-            concurrent.futures.wait([first_test])  # no thread left running after an error
-    first_test = _join_first_test(first_test, stats, monitor, horizon)
+        if compiling is not None:
+            concurrent.futures.wait([compiling])  # no thread left running after an error
+    compiling = _join(compiling)
     stats.stiffness_tests = monitor.tests if monitor is not None else 0
     _warn_if_stationary(field, y0, y)
     saved = jax.tree.unflatten(save_def, [np.concatenate(s) for s in saved_leaves])

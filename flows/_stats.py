@@ -32,8 +32,9 @@ class SolveStats:
       docs/solvers.md). Their evaluations are counted above.
     - `stiffness_tests`: the stiffness tests `solver="auto"` made (8 Hessian-vector products
       each, counted in `jvp_evals`; skipped tests are not counted); 0 for a fixed solver.
-    - `stiffness`: λ̂·t1 at the start, recorded by `solver="auto"` (λ̂ there only predicts
-      whether the first test is needed), or None.
+    - `stiffness`: λ̂·t1 from the first stiffness test `solver="auto"` made (λ̂ the Hessian's
+      λ_max by Lanczos at that test's time), for the record; None where no test was made
+      (Tsit5's own estimate said every segment was calm) and for a fixed solver.
     - `result`: "successful".
     - `newton_residual`: the largest relative residual of the stage equations over the
       accepted steps of a Gauss–Legendre solver (None for other solvers).

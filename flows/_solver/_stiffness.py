@@ -99,6 +99,24 @@ def _hvp(static, arrays, t, v):
 _hvp_filtered = eqx.filter_jit(_product)  # for a field with a leaf that cannot be hashed
 
 
+#: The `_hvp` programs compiled in this process, by `_program_key` (at most `_KEPT`, the
+#: oldest dropped first): `StiffnessMonitor.compiled`.
+_COMPILED: dict = {}
+_KEPT = 64
+
+
+def _program_key(field, y):
+    """What `_hvp`'s compilation depends on for (field, y): the static part (`_Static`), the
+    arrays' structure, shapes and dtypes; None for a field with a leaf that cannot be hashed."""
+    arrays, static = eqx.partition((field, y), eqx.is_array)
+    try:
+        static = _Static(static)
+    except TypeError:
+        return None
+    leaves, treedef = jax.tree.flatten(arrays)
+    return static, treedef, tuple((x.shape, str(x.dtype)) for x in leaves)
+
+
 def _matvec(field, t, y):
     """v ↦ −∂field/∂y · v at (t, y), on the host."""
     t = jnp.asarray(t)
@@ -237,6 +255,23 @@ class StiffnessMonitor:
         self.hvps += m
         self.last = float(lam)
         return self.last
+
+    def compiled(self, field, y) -> bool:
+        """Whether `compile` already ran for this (field, y) structure in this process."""
+        key = _program_key(field, y)
+        return key is not None and key in _COMPILED
+
+    def compile(self, field, t: float, y) -> None:
+        """One Hessian-vector product at (t, y), its value discarded and not counted: it
+        compiles the tests' only program (`_hvp`) before the first test needs it, so that a
+        caller can overlap that with compiling the solve (on a second thread)."""
+        p = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y))
+        jax.block_until_ready(_matvec(field, t, y)(np.zeros(p)))
+        key = _program_key(field, y)
+        if key is not None:
+            _COMPILED[key] = True
+            while len(_COMPILED) > _KEPT:
+                _COMPILED.pop(next(iter(_COMPILED)), None)  # safe if two solves race
 
     def record(self, phase: str, seconds: float, steps: int, grads: int, hvps: int) -> None:
         """Add a segment of `steps` steps of `phase` that took `seconds` (`grads` gradients

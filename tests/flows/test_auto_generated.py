@@ -1,12 +1,15 @@
 """`solver="auto"` on small generated problems (issue 21, item 3): it switches to exprb32 where
-the flow is stiff, λ̂·t1 at the start ≥ 10⁴, and stays on Tsit5 where λ̂·t1 ≤ 10², a factor
-of at least 100 between the two groups. The same family, larger and timed against the fixed
-solvers, is benchmark case 16 (`benchmarks/_case_auto_family.py`)."""
+the flow is stiff, λ_max·t1 at the start ≥ 10⁴ (λ_max of the Hessian, dense here), and stays on
+Tsit5 where λ_max·t1 ≤ 10², a factor of at least 100 between the two groups. The same
+family, larger and timed against the fixed solvers, is benchmark case 16
+(`benchmarks/_case_auto_family.py`)."""
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
+from jax.flatten_util import ravel_pytree
 
 import flows
 import models
@@ -48,6 +51,15 @@ def _problem(arch: str, width: int, seed: int):
     return _squared, _Fitted(net, models.Frozen((X, jnp.sin(s))))
 
 
+def _stiffness_at_start(arch, width, seed, t1):
+    """λ_max(∇²F(θ0))·t1, from the dense Hessian (p ≤ 48 here)."""
+    objective, net = _problem(arch, width, seed)
+    trainable, static = models.partition(net)
+    flat, unravel = ravel_pytree(trainable)
+    H = jax.hessian(lambda x: objective(eqx.combine(unravel(x), static)))(flat)
+    return float(np.linalg.eigvalsh(np.asarray(H))[-1]) * t1
+
+
 def _solve(arch, width, seed, t1):
     objective, net = _problem(arch, width, seed)
     return flows.gradient_flow(
@@ -69,8 +81,10 @@ def _solve(arch, width, seed, t1):
     ],
 )
 def test_auto_switches_to_exprb32_on_a_stiff_generated_flow(arch, width, seed):
+    # measured 3.0e6, 2.2e6, 1.7e5: stiff by a wide margin
+    assert _stiffness_at_start(arch, width, seed, 1e4) >= 1e4
     stats = _solve(arch, width, seed, t1=1e4)
-    assert stats["stiffness"] >= 1e4  # λ̂·t1 at the start: stiff by a wide margin
+    assert stats["stiffness"] >= 1e4  # λ̂·t1 of the first test (2.7e6, 1.4e6, 1.9e5)
     assert stats["solvers"][:2] == ["tsit5", "exprb32"]
     first = stats["switches"][0]
     assert first["to"] == "exprb32"
@@ -84,8 +98,9 @@ def test_auto_switches_to_exprb32_on_a_stiff_generated_flow(arch, width, seed):
     [("two_layer", 8, 0, 1.0), ("deep_linear", 4, 1, 0.1)],
 )
 def test_auto_stays_on_tsit5_on_a_non_stiff_generated_flow(arch, width, seed, t1):
+    assert _stiffness_at_start(arch, width, seed, t1) <= 1e2  # measured 16.7 and 29.8
     stats = _solve(arch, width, seed, t1=t1)
-    assert stats["stiffness"] <= 1e2
     assert stats["solvers"] == ["tsit5"]
     assert stats["switches"] == [] and stats["probes"] == []
-    assert stats["stiffness_tests"] >= 1
+    # Tsit5's own estimate h·ρ kept every segment calm: no Lanczos test, so none recorded
+    assert stats["stiffness_tests"] == 0 and stats["stiffness"] is None

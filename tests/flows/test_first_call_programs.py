@@ -1,7 +1,8 @@
 """What a cold first call compiles (issue 21): a default, non-stiff `gradient_flow` compiles its
-solve (which makes its initial state too) and the Hessian-vector product of the stiffness test
-(whose Lanczos recurrence runs on the host), each once, no program to take the end state out of
-the solve's output, and nothing of the stiff solver
+solve (which makes its initial state too) and the Hessian-vector product of the stiffness tests
+(whose Lanczos recurrence runs on the host; compiled on a second thread even where no test is
+needed, ready for one), each once, no program to take the end state out of the solve's output,
+and nothing of the stiff solver
 (exprb32's trial step waits until a switch is considered); the checks and the flattening of
 the parameters run on the host, not as eager jax programs. Counted by name from JAX's compile
 events, not timed."""
@@ -25,7 +26,7 @@ def _loss(model):
 
 def _lowered(event, duration, **kwargs):
     # every new program is lowered once, before any persistent-cache lookup, on whichever
-    # thread compiles it (the first stiffness test runs on a second thread)
+    # thread compiles it (the stiffness tests' program is compiled on a second thread)
     if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
         _NAMES.append(kwargs.get("fun_name"))
 
@@ -44,7 +45,8 @@ def _compiled(call) -> tuple:
 def test_a_default_nonstiff_first_call_compiles_no_stiff_solver_and_no_eager_checks():
     traj, names = _compiled(lambda: flows.gradient_flow(_loss, MODEL, 10.0))
     assert traj.stats["solvers"] == ["tsit5"] and traj.stats["probes"] == []
-    assert traj.stats["stiffness_tests"] >= 1  # the Lanczos test ran (and was compiled)
+    # the tests' program is compiled once, alongside the solve, whether or not a test runs
+    # (one Lanczos test ran here)
     for program in ("jit(_solve_span)", "jit(_hvp)"):
         assert names.count(program) == 1, names
     assert "jit(_initial_state)" not in names, names  # made inside the solve program

@@ -153,7 +153,9 @@ def test_auto_stays_explicit_on_a_logistic_deep_linear_flow_and_keeps_balancedne
     )  # fmt: skip
     stats = traj.stats
     drift = traj.observables["drift"].max()
-    assert stats["stiffness"] > 1e4  # measured 1.96e5: the old rule would have gone implicit
+    # λ̂·t1 of the first test made, measured 1.4e5 (1.96e5 at θ0): the old rule, which
+    # looked at θ0, would have gone implicit
+    assert stats["stiffness"] > 1e4
     assert stats["switches"] == [] and stats["solvers"] == ["tsit5"]
     # Measured 0.83·rtol (Tsit5 alone: the same 398 steps); Kvaerno5 throughout, the old
     # rule's choice: 7.7·rtol, exprb32 throughout 3.3·rtol (`benchmarks/run.py --cases
@@ -218,3 +220,17 @@ def test_tsit5s_own_estimate_skips_tests_where_its_step_is_calm():
     monitor.decide("tsit5", _quadratic, 0.0, y, 0.5, rho=6.0)
     assert monitor.tests == 1 and monitor.streak == 1 and 1 <= monitor.hvps <= 4
     assert monitor.history[-1][2] == pytest.approx(5.0, rel=1e-3)
+
+
+def test_the_tests_program_is_compiled_once_per_structure_and_counts_nothing():
+    # `compile` runs one product (not a test: no test, no product counted); afterwards
+    # `compiled` says so for the same field and state structure, not for another shape.
+    D = jnp.asarray([1.0, 2.0, 3.0, 5.0, 7.0])
+    field = lambda t, y, args: -D * y  # noqa: E731
+    monitor = StiffnessMonitor(settle=0.0)  # Lanczos to the full space: λ̂ exact
+    y = jnp.linspace(0.3, 1.7, 5)
+    assert not monitor.compiled(field, y)
+    monitor.compile(field, 0.0, y)
+    assert monitor.compiled(field, 2.0 * y) and (monitor.tests, monitor.hvps) == (0, 0)
+    assert not monitor.compiled(field, jnp.ones(6))
+    assert monitor.lam(field, 0.0, y) == pytest.approx(7.0, rel=1e-10) and monitor.hvps == 5
