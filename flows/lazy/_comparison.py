@@ -253,6 +253,17 @@ def _check_data(name, X, Y=None, *, targets=False):
     return X, Y
 
 
+def check_outputs(model, X, Y) -> None:
+    """Raise `ValueError` naming the data unless `model` maps the inputs `X` `(n, d)`, one row
+    at a time, to outputs of exactly the targets' shape `Y` `(n,)` or `(n, k)`."""
+    try:
+        out = jax.eval_shape(jax.vmap(model), X)
+    except Exception as e:  # the model's own error names the mismatch
+        raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
+    if out.shape != Y.shape:
+        raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
+
+
 def lazy_comparison(
     model,
     data,
@@ -335,12 +346,7 @@ def lazy_comparison(
             )
     trainable, static = trainable_of("model", model, MODEL_KIND)
     check_finite("model parameters", trainable)
-    try:
-        out = jax.eval_shape(jax.vmap(model), X)
-    except Exception as e:  # the model's own error names the mismatch
-        raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
-    if out.shape != Y.shape:
-        raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
+    check_outputs(model, X, Y)
     if not 2 <= int(nodes) <= 16:
         raise ValueError(
             f"nodes must lie in [2, 16] (one Gauss node misses the term that survives a doubled "
