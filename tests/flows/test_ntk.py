@@ -103,6 +103,18 @@ def test_empty_or_non_finite_X_is_refused_naming_X(X, message):
         assert str(info.value) == message
 
 
+@pytest.mark.parametrize("method", ["auto", "jacobian", "layers", "blocks"])
+def test_rows_of_another_dimension_are_refused_naming_X(method):
+    # a (4, 3) X for a 5-input MLP: JAX's 'dot_general requires contracting dimensions to
+    # have the same shape' TypeError (auto) or a broadcast error, without naming X
+    model = models.MLP(5, 3, 1, key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError) as info:
+        flows.ntk.ntk_gram(model, np.ones((4, 3)), method=method)
+    message = str(info.value)
+    assert message.startswith("X of shape (4, 3) does not fit the model: ")
+    assert "\n" not in message
+
+
 def test_empirical_ntk_at_init_converges_to_ntk_infinite_at_rate_minus_one_half():
     # ReLU at the edge of chaos (σ_w² = 2), NTK parameterisation, one hidden layer: K_m is a
     # mean of m i.i.d. terms with mean K∞, so E‖K_m − K∞‖ ∝ m^(−1/2) (central limit theorem).
