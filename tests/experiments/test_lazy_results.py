@@ -1,8 +1,9 @@
-"""`experiments.lazy._results.bound_held`: Theorem 2.4's bound judged where the solve resolves
-the residual."""
+"""The lazy run's results and summary: Theorem 2.4's bound judged where the solve resolves the
+residual (`_results.bound_held`), the PL line of a run without a finished α (`_report._pl`)."""
 
 import numpy as np
 
+from experiments.lazy._report import _pl
 from experiments.lazy._results import bound_held
 
 TS = np.linspace(0.0, 260.0, 53)
@@ -26,3 +27,11 @@ def test_a_residual_above_the_bound_where_both_are_resolved_breaks_it():
     assert residual[first] > 2 * BOUND[first] and BOUND[first] > 1e5 * FLOOR
     assert not bound_held(residual, BOUND, FLOOR)
     assert bound_held(BOUND, BOUND, FLOOR)  # equal at every time: held (1e-9 slack)
+
+
+def test_the_pl_line_of_a_run_without_a_finished_alpha_says_so():
+    # every α failed (a model/target shape mismatch did it): the summary blamed round-off
+    res = {"runs": [{"alpha": 10.0, "failed": True}]}
+    assert _pl(res, {}, {"lambda_min": 1.5e-6}) == "PL: inf_t mu(t): none (no finished α)"
+    res = {"runs": [{"alpha": 10.0, "failed": False, "pl_inf": None}]}
+    assert _pl(res, {}, {"lambda_min": 1.5e-6}).endswith("(F_α at round-off)")
