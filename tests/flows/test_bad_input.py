@@ -178,6 +178,13 @@ def test_an_observable_may_return_a_python_number_and_at_names_a_bad_index():
         traj.at(0.5)  # used to be numpy's raw IndexError
     with pytest.raises(IndexError, match="i=2 is out of range for 2 save times"):
         traj.at(2)
+    # a 0-d integer array is an index (jnp.argmin(traj.loss) was refused as not an integer);
+    # a 0-d float or bool array is not
+    np.testing.assert_array_equal(traj.at(jnp.argmin(traj.loss)), traj.at(1))
+    np.testing.assert_array_equal(traj.at(np.array(0)), jnp.ones(2))
+    for bad in (jnp.array(1.0), jnp.array(True), jnp.array([1])):
+        with pytest.raises(TypeError, match="integer save index"):
+            traj.at(bad)
 
 
 @pytest.mark.parametrize(
