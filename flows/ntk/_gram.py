@@ -84,20 +84,20 @@ def ntk_gram(
     - `X`: inputs `(n, d)`.
     - `method`:
       - "jacobian": form J, `(n·k, p)`, by reverse mode (memory n·k·p·8 bytes);
-      - "layers": for a `models.MLP` only, layer by layer from the layers' inputs and
-        backpropagated errors: Σ = Σ_l (Δ_lΔ_lᵀ)∘(c_l²·H_{l−1}H_{l−1}ᵀ + β_l²), memory
-        O(n·Σ_l m_l) beyond the weights, and O(n·p) time;
+      - "layers": for a scalar `models.MLP` only (out_size 1), layer by layer from the
+        layers' inputs and backpropagated errors: Σ = Σ_l (Δ_lΔ_lᵀ)∘(c_l²·H_{l−1}H_{l−1}ᵀ +
+        β_l²), memory O(n·Σ_l m_l) beyond the weights, and O(n·p) time;
       - "blocks": any model; rows of J for a block of inputs at a time, two blocks of at most
         `memory`/2 bytes each (time O(n²/block) backward passes);
       - "auto" (default): "jacobian" when J takes at most `memory` bytes (every small model:
-        the historical behaviour), otherwise "layers" for an MLP and "blocks" for others.
+        the historical behaviour), otherwise "layers" for a scalar MLP and "blocks" for others.
     - `memory`: bytes allowed for Jacobian rows, ≥ 1 (default 256 MiB).
 
     **Returns:** Σ, shape `(n·k, n·k)` (k outputs per input; k = 1 for a scalar model),
     float64, not divided by n. The methods agree to round-off.
 
     **Raises:** `ValueError` for an unknown `method`, "layers" on a model that is not a
-    `models.MLP`, `memory` < 1, or naming `X` when it is not `(n, d)` with n ≥ 1, holds
+    scalar `models.MLP`, `memory` < 1, or naming `X` when it is not `(n, d)` with n ≥ 1, holds
     NaN or inf (Σ would be NaN) or its rows do not fit the model; `TypeError` naming `model`
     when it is not callable.
 
@@ -124,12 +124,14 @@ def ntk_gram(
         raise ValueError(f"X must have shape (n, d) with n >= 1, got {X.shape}")
     check_finite("X", X)
     k = _outputs_per_input(model, X)  # refuses rows of another dimension, naming X
+    if method == "layers" and k != 1:  # its backward pass needs a scalar output
+        raise ValueError(f"method='layers' needs a scalar models.MLP (out_size=1), got k = {k}")
     if method == "auto":
         p = sum(int(leaf.size) for leaf in jax.tree.leaves(partition(model)[0]))
         if 8 * p * k * X.shape[0] <= memory:
             method = "jacobian"
         else:
-            method = "layers" if isinstance(model, MLP) else "blocks"
+            method = "layers" if isinstance(model, MLP) and k == 1 else "blocks"
     if method == "layers":
         return np.asarray(_mlp_gram(model, jnp.asarray(X)))
     if method == "jacobian":
