@@ -221,11 +221,12 @@ def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -
     stored = {key: config.get(key, defaults[key]) for key in defaults}
     for key in defaults:
         if getattr(args, key) != defaults[key] and s[key] != stored[key]:
-            recorded = (
-                f"differs from the run's {stored[key]}"
-                if key in config
-                else "was not recorded by the run (written before the option existed)"
-            )
+            if key not in config:
+                recorded = "was not recorded by the run (written before the option existed)"
+            elif stored[key] is None:  # said "differs from the run's None"
+                recorded = "was not given to the run (unset there)"
+            else:
+                recorded = f"differs from the run's {stored[key]}"
             raise UsageError(
                 f"--resume {folder!r}: {flag(key)} {s[key]} {recorded}; drop the option or "
                 "start a new run"

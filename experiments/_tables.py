@@ -103,6 +103,9 @@ def _read_npz(path, target):
                     f"an NPZ needs arrays 'X' (n, d) and {target!r} (n,); it holds "
                     f"{', '.join(npz.files) or 'nothing'}"
                 )
+            for name in ("X", target):
+                if np.iscomplexobj(npz[name]):  # float64 would drop the imaginary part
+                    raise KeyError(f"array {name!r} is complex ({npz[name].dtype}): give reals")
             X, y = np.asarray(npz["X"], np.float64), np.asarray(npz[target], np.float64)
     except KeyError as e:
         raise ValueError(e.args[0]) from None

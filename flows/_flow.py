@@ -51,6 +51,8 @@ class Trajectory:
         `IndexError` naming `i`."""
         if self.params is None:
             raise ValueError("this trajectory was solved with save_params=False")
+        if np.ndim(i) == 0 and np.issubdtype(np.asarray(i).dtype, np.integer):
+            i = int(i)  # a 0-d integer array, e.g. jnp.argmin(traj.loss), was refused
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(
                 f"i must be an integer save index, got {i!r}; the save times are ts (for "

@@ -398,6 +398,11 @@ def integrate(
                     if not bool(ok):
                         finite = np.where(np.isfinite(t_reached), t_reached, np.nan)
                         t_now = float(np.nanmax(finite))
+                        # A capped first call that accepted no step may be a field that is
+                        # non-finite at y0 ("auto"'s test would then meet NaN products).
+                        if t_start == 0 and int(st["num_accepted_steps"]) == 0:
+                            if at_start := _start_failure(field, save, y0, is_flow):
+                                raise FloatingPointError(at_start)
                     # "auto" caps each call at `stiff_steps` steps, so a step size that shrinks
                     # inside a segment still meets a test; any call is capped by wall time.
                     if not bool(ok) and not (

@@ -32,6 +32,12 @@ def smooth(s: dict) -> bool:
     return s["activation"] not in NON_SMOOTH and not s.get("kinked", False)
 
 
+def residual_floor(s: dict, residual) -> float:
+    """The residual ‖αh(w) − y*‖ below which the solve of settings `s` does not resolve it:
+    1e3·rtol times the initial residual (`residual` `(T,)`, the first at t = 0)."""
+    return 1e3 * s["solve"].rtol * float(residual[0])
+
+
 def _rate(ts, residual, window, floor) -> tuple[float | None, str | None]:
     """`flows.lazy.late_rate` and, when it is None, why."""
     rate = flows.lazy.late_rate(ts, residual, start=window, floor=floor)
@@ -116,7 +122,7 @@ def alpha_task(task: dict, shared: dict, ctx) -> tuple[dict, dict | None]:
     pl_record, pl_arrays = _pl(ts, res, float(np.linalg.norm(shared["Y"])))
     arrays.update(pl_arrays)
     window = (1 - s["rate_window"]) * ts[-1]
-    floor = 1e3 * s["solve"].rtol * res.residual[0]
+    floor = residual_floor(s, res.residual)
     rate, rate_note = _rate(ts, res.residual, window, floor)
     rate_linearized, rate_linearized_note = _rate(ts, res.residual_linearized, window, floor)
     record.update(

@@ -6,6 +6,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import flows
+from flows.lazy._comparison import check_outputs
 
 from .. import _interrupt
 from .._options import UsageError, shown
@@ -87,6 +88,8 @@ def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_mode
         lip_radius=s["lip_radius"],
         key=jax.random.PRNGKey(s["seed"] + 1),
     )
+    if user_model:  # before the folder: every α would fail on it
+        check_outputs(model, X, Y)
     t1 = horizon(s, constants)
     check_cost(s, t1, constants.lambda_max)
     ts = flows.lazy.lazy_save_times(t1, constants.lambda_max, s["n_times"])

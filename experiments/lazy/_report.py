@@ -96,6 +96,8 @@ def _late_rate(res, fits, th) -> str:
 def _pl(res, fits, th) -> str:
     """inf_t μ(t) beside λ_min(Σ), and the slopes of their relative gap over α."""
     runs = [r for r in res["runs"] if not r["failed"]]
+    if not runs:  # "undefined ... (F_α at round-off)" said a reason that was not the one
+        return "PL: inf_t mu(t): none (no finished α)"
     if not any(r.get("pl_inf") is not None for r in runs):
         return "PL: inf_t mu(t) undefined for every α (F_α at round-off)"
     lines = [

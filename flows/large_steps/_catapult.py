@@ -8,21 +8,36 @@ import numpy as np
 from .._checks import check_number, check_positive
 
 
+def _uv(params):
+    """`(u, v)` of the uv model's `params`, or a `ValueError` naming params (checked at trace
+    time: shapes only). u (3,) with v (4,) gave an NTK silently, another dict a KeyError."""
+    shapes = None
+    if isinstance(params, dict) and {"u", "v"} <= set(params):
+        shapes = [jnp.shape(params[k]) for k in ("u", "v")]
+    if shapes is None or len(shapes[0]) != 1 or shapes[0] != shapes[1] or not shapes[0][0]:
+        got = shapes if shapes is not None else type(params).__name__
+        raise ValueError(f'params must be {{"u": (m,), "v": (m,)}} with m >= 1, got {got}')
+    return params["u"], params["v"]
+
+
 def uv_output(params) -> jnp.ndarray:
-    """f = vᵀu/√m for `params = {"u": (m,), "v": (m,)}`."""
-    u, v = params["u"], params["v"]
+    """f = vᵀu/√m for `params = {"u": (m,), "v": (m,)}`. **Raises:** `ValueError` naming
+    params when it is not that."""
+    u, v = _uv(params)
     return (v @ u) / jnp.sqrt(u.shape[0])
 
 
 def uv_ntk(params) -> jnp.ndarray:
     """The NTK λ = (‖u‖² + ‖v‖²)/m, which is also the Hessian's eigenvalue at L = 0 along
-    the model's tangent."""
-    u, v = params["u"], params["v"]
+    the model's tangent. **Raises:** `ValueError` naming params, as `uv_output`."""
+    u, v = _uv(params)
     return (u @ u + v @ v) / u.shape[0]
 
 
 def uv_loss(y: float):
-    """L(params) = ½(f − y)², the uv model's loss with target `y`."""
+    """L(params) = ½(f − y)², the uv model's loss with target `y`. **Raises:** `ValueError`
+    naming y when it is not a finite number (a NaN gave a NaN loss)."""
+    y = check_number("y", y)
 
     def loss(params):
         return 0.5 * (uv_output(params) - y) ** 2

@@ -78,8 +78,9 @@ def sharpness(
     vectors)` with `vectors` of shape `(k, p)`, flat, unit norm, sign arbitrary.
 
     **Raises:** `ValueError` naming `k` (not an integer in [1, p]), `tol` (not in (0, 1)),
-    `max_iters` (not an integer ≥ k), `v0` (not p or k·p numbers, or non-finite)
-    or `params` (no trainable leaves, not float64, NaN or inf outside `jit`); `TypeError`
+    `max_iters` (not an integer ≥ k), `v0` (not p or k·p numbers, or non-finite),
+    `params` (no trainable leaves, not float64, NaN or inf outside `jit`) or `loss` (a Hessian
+    that is not finite there, outside `jit`); `TypeError`
     naming `loss` (not a float scalar); a `UserWarning` when Lanczos stops at `max_iters`
     with its residual above `tol`.
 
@@ -99,6 +100,8 @@ def sharpness(
         if not np.all(np.isfinite(np.asarray(v0, dtype=np.float64))):
             raise ValueError("v0 must be finite (zero is allowed: a fixed start replaces it)")
     values, vectors, _, residual = top_eigenpairs(f, w, k, v0, tol=tol, max_iters=max_iters)
+    if not isinstance(values, jax.core.Tracer):
+        _check_values(values, "at params")
     if not isinstance(residual, jax.core.Tracer) and float(residual) > tol:
         warnings.warn(
             f"sharpness: Lanczos stopped at max_iters={max_iters} with relative Ritz residual "
@@ -106,6 +109,16 @@ def sharpness(
             stacklevel=2,
         )
     return (values, vectors) if eigenvectors else values
+
+
+def _check_values(values, where: str) -> None:
+    """Raise `ValueError` naming `loss` where Lanczos returned NaN or inf eigenvalues (a loss
+    or a Hessian that is not finite there); they were returned as data."""
+    if not np.all(np.isfinite(np.asarray(values))):
+        raise ValueError(
+            f"loss: its Hessian {where} is not finite (NaN or inf Hessian-vector products); "
+            "check the loss and its data"
+        )
 
 
 def _check_search(tol, max_iters, k: int, v0, p: int) -> None:
@@ -153,6 +166,7 @@ def sharpness_along(
     values, products, v0 = [], [], None
     for i in range(len(trajectory.ts)):
         lam, vec, n, residual = top_eigenpairs(f, flat[i], k, v0, tol=tol, max_iters=max_iters)
+        _check_values(lam, f"at save {i} (t={float(trajectory.ts[i]):.6g})")
         if float(residual) > tol:
             warnings.warn(
                 f"sharpness_along: Lanczos stopped at max_iters={max_iters} at save {i} "

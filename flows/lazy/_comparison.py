@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_finite, check_flag, check_positive
+from .._checks import check_finite, check_flag, check_number, check_positive
 from .._flat import MODEL_KIND, FlatSpec, trainable_of
 from .._integrate import integrate
 from .._losses import SquaredLoss, get_loss
@@ -253,6 +253,17 @@ def _check_data(name, X, Y=None, *, targets=False):
     return X, Y
 
 
+def check_outputs(model, X, Y) -> None:
+    """Raise `ValueError` naming the data unless `model` maps the inputs `X` `(n, d)`, one row
+    at a time, to outputs of exactly the targets' shape `Y` `(n,)` or `(n, k)`."""
+    try:
+        out = jax.eval_shape(jax.vmap(model), X)
+    except Exception as e:  # the model's own error names the mismatch
+        raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
+    if out.shape != Y.shape:
+        raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
+
+
 def lazy_comparison(
     model,
     data,
@@ -313,7 +324,8 @@ def lazy_comparison(
 
     **Raises:** `ValueError` naming the argument for α ≤ 0 or non-finite, t1 ≤ 0, bad `ts`,
     `data` not a pair (X, Y), non-finite data or parameters, parameters that are not
-    float64, shapes that do not match the model, an implicit solver for a kinked net;
+    float64, shapes that do not match the model, an implicit solver for a kinked net, `nodes`
+    not an integer in [2, 16], targets the loss refuses (0/1 labels for a margin loss);
     `FloatingPointError` and
     `MaxStepsReached` as in `gradient_flow` (and `filippov_flow` for a kinked net).
 
@@ -335,13 +347,12 @@ def lazy_comparison(
             )
     trainable, static = trainable_of("model", model, MODEL_KIND)
     check_finite("model parameters", trainable)
-    try:
-        out = jax.eval_shape(jax.vmap(model), X)
-    except Exception as e:  # the model's own error names the mismatch
-        raise ValueError(f"data inputs of shape {X.shape} do not fit the model: {e}") from None
-    if out.shape != Y.shape:
-        raise ValueError(f"model outputs have shape {out.shape} but data targets {Y.shape}")
-    if not 2 <= int(nodes) <= 16:
+    check_outputs(model, X, Y)
+    # the loss's own checks on the concrete targets (0/1 labels for a margin loss), which
+    # the solve, where Y is traced, cannot make: 0/1 targets gave a wrong loss silently
+    loss(jnp.zeros(Y.shape), jnp.asarray(Y))
+    nodes = check_number("nodes", nodes, int)  # '4' and 2.5 were taken as 4 and 2
+    if not 2 <= nodes <= 16:
         raise ValueError(
             f"nodes must lie in [2, 16] (one Gauss node misses the term that survives a doubled "
             f"model's symmetric cancellation), got {nodes}"

@@ -37,7 +37,14 @@ def _mlp_gram(model: MLP, X):
 
 
 def _outputs_per_input(model, X) -> int:
-    shape = jax.eval_shape(lambda x: model(x), jax.ShapeDtypeStruct(X.shape[1:], X.dtype)).shape
+    """k, the model's outputs per input row of `X` `(n, d)`; `ValueError` naming X when a row
+    does not fit the model (JAX's own error, e.g. a dot_general TypeError, said why)."""
+    try:
+        one = jax.ShapeDtypeStruct(X.shape[1:], X.dtype)
+        shape = jax.eval_shape(lambda x: model(x), one).shape
+    except Exception as e:  # the model's own error names the mismatch
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"X of shape {X.shape} does not fit the model: {why}") from None
     return math.prod(shape)
 
 
@@ -77,21 +84,22 @@ def ntk_gram(
     - `X`: inputs `(n, d)`.
     - `method`:
       - "jacobian": form J, `(n·k, p)`, by reverse mode (memory n·k·p·8 bytes);
-      - "layers": for a `models.MLP` only, layer by layer from the layers' inputs and
-        backpropagated errors: Σ = Σ_l (Δ_lΔ_lᵀ)∘(c_l²·H_{l−1}H_{l−1}ᵀ + β_l²), memory
-        O(n·Σ_l m_l) beyond the weights, and O(n·p) time;
+      - "layers": for a scalar `models.MLP` only (out_size 1), layer by layer from the
+        layers' inputs and backpropagated errors: Σ = Σ_l (Δ_lΔ_lᵀ)∘(c_l²·H_{l−1}H_{l−1}ᵀ +
+        β_l²), memory O(n·Σ_l m_l) beyond the weights, and O(n·p) time;
       - "blocks": any model; rows of J for a block of inputs at a time, two blocks of at most
         `memory`/2 bytes each (time O(n²/block) backward passes);
       - "auto" (default): "jacobian" when J takes at most `memory` bytes (every small model:
-        the historical behaviour), otherwise "layers" for an MLP and "blocks" for others.
+        the historical behaviour), otherwise "layers" for a scalar MLP and "blocks" for others.
     - `memory`: bytes allowed for Jacobian rows, ≥ 1 (default 256 MiB).
 
     **Returns:** Σ, shape `(n·k, n·k)` (k outputs per input; k = 1 for a scalar model),
     float64, not divided by n. The methods agree to round-off.
 
     **Raises:** `ValueError` for an unknown `method`, "layers" on a model that is not a
-    `models.MLP`, `memory` < 1, or naming `X` when it is not `(n, d)` with n ≥ 1 or holds
-    NaN or inf (Σ would be NaN); `TypeError` naming `model` when it is not callable.
+    scalar `models.MLP`, `memory` < 1, or naming `X` when it is not `(n, d)` with n ≥ 1, holds
+    NaN or inf (Σ would be NaN) or its rows do not fit the model; `TypeError` naming `model`
+    when it is not callable.
 
     **Reference:** Chizat, Oyallon & Bach 2019, §2 (Σ(w) = Dh(w)Dh(w)ᵀ); Jacot, Gabriel &
     Hongler 2018 (the NTK); Novak, Sohl-Dickstein & Schoenholz 2022, "Fast finite width
@@ -115,13 +123,15 @@ def ntk_gram(
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X must have shape (n, d) with n >= 1, got {X.shape}")
     check_finite("X", X)
+    k = _outputs_per_input(model, X)  # refuses rows of another dimension, naming X
+    if method == "layers" and k != 1:  # its backward pass needs a scalar output
+        raise ValueError(f"method='layers' needs a scalar models.MLP (out_size=1), got k = {k}")
     if method == "auto":
         p = sum(int(leaf.size) for leaf in jax.tree.leaves(partition(model)[0]))
-        k = 1 if isinstance(model, MLP) else _outputs_per_input(model, X)
         if 8 * p * k * X.shape[0] <= memory:
             method = "jacobian"
         else:
-            method = "layers" if isinstance(model, MLP) else "blocks"
+            method = "layers" if isinstance(model, MLP) and k == 1 else "blocks"
     if method == "layers":
         return np.asarray(_mlp_gram(model, jnp.asarray(X)))
     if method == "jacobian":

@@ -17,7 +17,7 @@ import numpy as np
 
 from models import partition
 
-from .._checks import check_finite
+from .._checks import check_finite, check_number
 
 
 def pl_quotient(objective: Callable, *, f_star: float = 0.0) -> Callable[[Any], dict]:
@@ -32,16 +32,19 @@ def pl_quotient(objective: Callable, *, f_star: float = 0.0) -> Callable[[Any], 
     **Returns:** `fn(params) -> {"grad_norm_sq": ‖∇F(w)‖², "gap": F(w) − F*}` (scalars);
     pass the recorded dict to `pl_constant` for μ(t).
 
-    **Raises:** `ValueError` if `f_star` is not finite.
+    **Raises:** `ValueError` if `f_star` is not a finite number (a str or bool included);
+    `TypeError` naming `objective` if it is not callable.
 
     **Reference:** Polyak 1963; Karimi, Nutini & Schmidt 2016 (the PL inequality
     ‖∇F‖² ≥ 2μ(F − F*)); Liu, Zhu & Belkin 2022, "Loss landscapes and optimization in
     over-parameterized non-linear systems and neural networks", §4 (for the squared loss
     ‖∇F(w)‖² ≥ λ_min(Σ(w))·2F(w), Σ = JJᵀ the NTK Gram).
     """
-    f_star = float(f_star)
-    if not np.isfinite(f_star):
-        raise ValueError(f"f_star must be a finite number, got {f_star}")
+    if not callable(objective):  # failed only when first recorded, deep in the solve
+        raise TypeError(
+            f"objective must be a function of the parameters, got {type(objective).__name__}"
+        )
+    f_star = check_number("f_star", f_star)  # '0' was taken as 0, True as 1
 
     def parts(params):
         trainable, static = partition(params)

@@ -279,6 +279,12 @@ def test_resume_names_an_option_the_old_run_did_not_record():
     args = argparse.Namespace(seed=1, n_alpha=None)
     with pytest.raises(UsageError, match="--seed 1 differs from the run's 0"):
         resumed_settings({"seed": 0}, "old", args, {"seed": 1, "n_alpha": None}, defaults)
+    # recorded unset (the run gave --alphas): said "--n-alpha 3 differs from the run's None"
+    args = argparse.Namespace(seed=0, n_alpha=3)
+    with pytest.raises(UsageError, match=r"--n-alpha 3 was not given to the run \(unset there\)"):
+        resumed_settings(
+            {"seed": 0, "n_alpha": None}, "old", args, {"seed": 0, "n_alpha": 3}, defaults
+        )
 
 
 def test_a_bad_solver_flag_lists_names_not_python_objects(capsys):

@@ -355,3 +355,15 @@ def test_lazy_figures_name_the_unit_of_every_axis():
     labels = [ax.get_xlabel() for fig in figures for ax in fig.axes if ax.get_xlabel()]
     assert P.TIME_LABEL in labels
     assert all("(" in label and label.endswith(")") for label in labels), labels
+
+
+@pytest.mark.filterwarnings("ignore:Data has no positive values")  # matplotlib's, all zero
+def test_lazy_gap_figures_of_gaps_zero_at_round_off_draw_without_a_reference_line():
+    # gradflows run lazy --alphas 1e300: the remainder-form gaps are exactly 0, and the
+    # report stage failed (reference_curve needs at least one positive point), rc 1
+    res, _ = _lazy_run("doubled")
+    for run in res["runs"]:
+        run.update(sup_weight_gap=0.0, sup_output_gap=0.0, sup_heldout_output_gap=0.0)
+    for fig in (lazy_plots.draw_gaps(res), lazy_plots.draw_heldout(res)):
+        (ax,) = fig.axes
+        assert not [line for line in ax.get_lines() if line.get_gid() == P.REFERENCE]

@@ -73,6 +73,9 @@ _Y = np.sin(_X[:, 0])
         ({"data": (_X, _Y[:5])}, ValueError, "data targets have 5 rows but inputs have 12"),
         ({"data": (_X, _Y[:, None, None])}, ValueError,
          "data targets must have shape (12,) or (12, k), got (12, 1, 1)"),
+        # a scalar model against (n, 1) targets: every α failed in the folder (run "finished")
+        ({"data": (_X, _Y[:, None])}, ValueError,
+         "model outputs have shape (12,) but data targets (12, 1)"),
         ({"data": (_X[:, 0], _Y)}, ValueError,
          "data inputs must have shape (n, d) with n >= 1, got (12,)"),
         ({"data": _X}, ValueError, "data must be a pair (X (n, d), Y (n,) or (n, k)), got a "

@@ -116,3 +116,14 @@ def test_files_without_an_informative_finite_feature_are_refused_naming_data(tmp
         line = one_line(capsys.readouterr().err)
         assert f"--data {path!r}: " in line and says in line, line
         assert not out.exists()
+
+
+@pytest.mark.parametrize("which", ["X", "target"])
+def test_a_complex_npz_array_is_refused_not_cut_to_its_real_part(which, tmp_path):
+    # np.asarray(·, float64) dropped the imaginary part with only numpy's ComplexWarning.
+    arrays = {"X": X, "target": LABELS * 2 - 1}
+    arrays[which] = arrays[which] + 1j
+    path = str(tmp_path / "complex.npz")
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match=f"^--data '.*complex.npz': array '{which}' is complex"):
+        table(path, n_train=20, n_test=10)

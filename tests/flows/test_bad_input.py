@@ -125,6 +125,19 @@ def test_lazy_comparison_rejects_bad_alpha(alpha):
         flows.lazy.lazy_comparison(net, (X, Y), alpha, 1.0)
 
 
+def test_lazy_comparison_refuses_01_labels_for_a_margin_loss_and_a_bad_nodes():
+    # The solve traces Y, where the losses cannot check it: 0/1 targets with loss="logistic"
+    # ran to a wrong loss silently; nodes='4' and 2.5 were taken as 4 and 2.
+    net, X, Y = _lazy_setup()
+    labels = (Y > 0).astype(jnp.float64)
+    for loss in ("logistic", "exponential", flows.LogisticLoss()):
+        with pytest.raises(ValueError, match=r"^targets of the logistic and exponential losses"):
+            flows.lazy.lazy_comparison(net, (X, labels), 1.0, 1.0, loss=loss)
+    for nodes, message in (("4", "nodes must be a number"), (2.5, "nodes must be an integer")):
+        with pytest.raises(ValueError, match=f"^{message}, got"):
+            flows.lazy.lazy_comparison(net, (X, Y), 1.0, 1.0, nodes=nodes)
+
+
 def test_lazy_comparison_rejects_bad_data():
     net, X, Y = _lazy_setup()
     with pytest.raises(ValueError, match="data inputs"):
@@ -178,6 +191,13 @@ def test_an_observable_may_return_a_python_number_and_at_names_a_bad_index():
         traj.at(0.5)  # used to be numpy's raw IndexError
     with pytest.raises(IndexError, match="i=2 is out of range for 2 save times"):
         traj.at(2)
+    # a 0-d integer array is an index (jnp.argmin(traj.loss) was refused as not an integer);
+    # a 0-d float or bool array is not
+    np.testing.assert_array_equal(traj.at(jnp.argmin(traj.loss)), traj.at(1))
+    np.testing.assert_array_equal(traj.at(np.array(0)), jnp.ones(2))
+    for bad in (jnp.array(1.0), jnp.array(True), jnp.array([1])):
+        with pytest.raises(TypeError, match="integer save index"):
+            traj.at(bad)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 is reported at t=0 with the largest parameter, not as a trajectory that "became" non-finite
 later; and the norms in the messages do not overflow for a huge but finite state."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,3 +73,15 @@ def test_the_lazy_pair_on_overflowing_targets_says_the_loss_is_non_finite_at_the
         "the loss is non-finite at the start, t=0; check the loss, the data scale and the "
         "initialisation"
     )
+
+
+def test_a_nan_loss_of_a_network_under_auto_is_reported_at_the_start():
+    # Every step of the first "auto" call is rejected (the field is NaN), so the call ends at
+    # its step cap: it was taken as a capped call and "auto"'s stiffness test met NaN
+    # Hessian-vector products (numpy's LinAlgError 'Eigenvalues did not converge').
+    kx, kn = jax.random.split(jax.random.PRNGKey(0))
+    X = jax.random.normal(kx, (16, 3))
+    net = eqx.nn.MLP(3, "scalar", width_size=4, depth=1, activation=jnp.tanh, key=kn)
+    loss = lambda m: jnp.mean(jax.vmap(m)(X) ** 2) * jnp.nan  # noqa: E731
+    with pytest.raises(FloatingPointError, match=r"^the loss is non-finite at the start, t=0 "):
+        flows.gradient_flow(loss, net, 1.0)

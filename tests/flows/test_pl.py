@@ -100,6 +100,9 @@ def test_pl_constant_of_a_quadratic_is_its_curvature():
     "call, match",
     [
         (lambda: flows.observables.pl_quotient(lambda w: 0.0, f_star=float("nan")), "f_star"),
+        # '0' was taken as 0 and True as 1
+        (lambda: flows.observables.pl_quotient(lambda w: 0.0, f_star="0"), "^f_star must be a"),
+        (lambda: flows.observables.pl_quotient(lambda w: 0.0, f_star=True), "^f_star must be a"),
         (lambda: flows.observables.pl_constant({"gap": [1.0]}), "recorded by pl_quotient"),
         (
             lambda: flows.observables.pl_constant({"grad_norm_sq": [1.0, 2.0], "gap": [1.0]}),
@@ -120,3 +123,9 @@ def test_pl_constant_of_a_quadratic_is_its_curvature():
 def test_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_an_objective_that_is_not_callable_is_refused_when_given():
+    # pl_quotient(3.0) was accepted, and failed only when the flow first recorded it
+    with pytest.raises(TypeError, match="^objective must be a function of the parameters"):
+        flows.observables.pl_quotient(3.0)

@@ -1,5 +1,6 @@
 """The uv model: gradient descent equals the exact (f, λ) map; the flow keeps λ² − 4f²/m."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -58,3 +59,16 @@ def test_catapult_map_refuses_a_non_finite_state_naming_it(args, message):
     with pytest.raises(ValueError) as info:
         catapult_map(f, lam, eta=eta, y=y, m=m)
     assert str(info.value) == message
+
+
+def test_uv_functions_refuse_params_of_another_shape_and_a_bad_target_by_name():
+    # u (3,) with v (4,) gave λ = 7/3 silently; a dict without u/v a KeyError; an array
+    # JAX's "string indexing" TypeError; a NaN target a NaN loss
+    message = r'^params must be \{"u": \(m,\), "v": \(m,\)\} with m >= 1, got '
+    for bad in ({"u": jnp.ones(3), "v": jnp.ones(4)}, {"a": 1.0}, jnp.ones(3)):
+        for fn in (uv_output, uv_ntk, uv_invariant):
+            with pytest.raises(ValueError, match=message):
+                fn(bad)
+    for y, says in ((float("nan"), "^y must be finite"), ("1", "^y must be a number")):
+        with pytest.raises(ValueError, match=says):
+            uv_loss(y)

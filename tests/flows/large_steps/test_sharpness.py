@@ -93,6 +93,16 @@ def test_sharpness_refuses_nan_params_instead_of_returning_nan():
         flows.sharpness(loss, w.at[1].set(jnp.nan))  # returned [nan] before
 
 
+def test_sharpness_refuses_a_loss_whose_hessian_is_not_finite_instead_of_returning_nan():
+    loss, w = _problem(4)
+    message = r"^loss: its Hessian at params is not finite \(NaN or inf Hessian-vector products\)"
+    with pytest.raises(ValueError, match=message):
+        flows.sharpness(lambda v: loss(v) * jnp.nan, w)  # returned [nan] with no warning
+    # |w|^(3/2): finite loss and gradient at w = 0, infinite Hessian there
+    with pytest.raises(ValueError, match=message):
+        flows.sharpness(lambda v: jnp.sum(jnp.abs(v) ** 1.5), jnp.array([0.0, 1.0]))
+
+
 def test_sharpness_warns_when_max_iters_stops_lanczos_above_tol():
     # diag(1..10): λ₁ = 10; two Lanczos vectors give 9.73 (found by a new-user pass), so the
     # residual is far above tol and the call must say so rather than return it silently.
