@@ -46,13 +46,17 @@ def enable_compilation_cache() -> str | None:
     folder = cache_dir()
     if folder is None:
         return None
-    if jax.config.jax_compilation_cache_dir:  # set in code before `flows` was imported: kept
-        return jax.config.jax_compilation_cache_dir
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        return None
-    jax.config.update("jax_compilation_cache_dir", folder)
+    configured = jax.config.jax_compilation_cache_dir
+    if configured and configured != os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return configured  # set in code before `flows` was imported: kept, with its settings
+    if not configured:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            return None
+        jax.config.update("jax_compilation_cache_dir", folder)
+    # also for a folder named by JAX_COMPILATION_CACHE_DIR: JAX's own 1 s would leave out a
+    # first call's solve program once it compiles in under a second
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     return folder

@@ -94,3 +94,28 @@ def test_a_second_process_loads_every_program_of_a_solve_from_the_cache(tmp_path
     requests, hits = (int(x) for x in runs[1])
     assert int(runs[0][1]) == 0 and requests >= 3
     assert hits == requests
+
+
+_THRESHOLD = """
+import jax
+import flows
+print(jax.config.jax_compilation_cache_dir, jax.config.jax_persistent_cache_min_compile_time_secs)
+"""
+
+
+@pytest.mark.parametrize("named", ["xdg", "jax"])
+def test_the_write_threshold_is_gradflows_own_whichever_setting_names_the_folder(tmp_path, named):
+    # A folder named by JAX_COMPILATION_CACHE_DIR used to keep JAX's 1 s threshold: a first call
+    # whose solve program compiled in 0.93 s wrote nothing, and a second process started cold.
+    env = {**os.environ, "PYTHONPATH": ROOT, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)
+    env.pop(_cache.ENV_SWITCH, None)
+    folder = os.path.join(str(tmp_path), "gradflows", "jax")
+    if named == "jax":
+        folder = str(tmp_path / "named")
+        env["JAX_COMPILATION_CACHE_DIR"] = folder
+    else:
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, "-c", _THRESHOLD], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    assert out == [folder, str(_cache.MIN_COMPILE_SECONDS)]
