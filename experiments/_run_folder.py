@@ -102,13 +102,13 @@ class RunFolder:
                 raise ValueError
         except (OSError, ValueError):
             raise UsageError(
-                f"--resume {self.path!r}: no readable {CONFIG} of a {self.experiment} run"
+                f"--resume {self.path!r}: no readable {CONFIG} of a run of {self.experiment}"
             ) from None
         recorded = config.get("experiment", self.experiment)
         if not isinstance(recorded, str) or not recorded.isidentifier():  # not a run's name
             raise UsageError(
                 f"--resume {self.path!r}: its {CONFIG} names no experiment "
-                f"({recorded!r}); not the config.json of a {self.experiment} run"
+                f"({recorded!r}); not the config.json of a run of {self.experiment}"
             )
         if recorded != self.experiment:
             raise UsageError(

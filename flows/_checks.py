@@ -156,8 +156,6 @@ def check_loss(loss, params) -> None:
     by `equinox.filter_eval_shape` (tracing, no computation). **Raises:** `TypeError`
     naming `loss` (a vector of per-example losses, a float32, integer, boolean or complex
     scalar, a tuple)."""
-    import equinox as eqx
-
     if not callable(loss):
         raise TypeError(f"loss must be a function of the parameters, got {type(loss).__name__}")
     out = eqx.filter_eval_shape(loss, params)

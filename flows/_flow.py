@@ -155,7 +155,7 @@ def gradient_flow(
       `SolveSettings()`, whose solver "auto" switches between Tsit5 and exprb32 by the rule
       of "How to choose a solver" (docs/solvers.md); `solver=flows.Auto(...)` or
       `flows.Kvaerno5(...)` sets a solver's options. `max_steps` bounds the steps of the
-      whole solve.
+      whole solve; `chunks` larger than T means one diffrax call per save time (T calls).
       The Gauss–Legendre solvers "implicit_midpoint", "gauss4", "gauss6" (orders 2/4/6) keep
       quadratic invariants such as balancedness to round-off at any rtol; they step onto
       every save time, so `chunks` is ignored for them.

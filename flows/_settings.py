@@ -31,7 +31,11 @@ class SolveSettings:
       atol ≥ 0, in the state's units.
     - `max_steps`: budget of solver steps (accepted + rejected) for the whole solve, ≥ 1.
     - `chunks`: number of diffrax calls the horizon is split into (progress, checkpoints,
-      stiffness tests), ≥ 1.
+      stiffness tests), ≥ 1. A call ends at a save time, so a solve makes
+      min(`chunks`, len(ts)) calls (its `stats["chunks"]`): a larger value, even 10**9,
+      means one call per save time. It is not refused, because the default
+      20 already exceeds len(ts) for a short `ts`, and no other bound follows from the settings
+      alone.
 
     **Properties:** `name`, the solver's name; `auto` and `kvaerno5`, the options of those
     solvers (their defaults unless given as `solver`).

@@ -98,7 +98,9 @@ def distance_from_init(params0) -> Callable[[Any], jax.Array]:
     arrays (the flat parameter vector's norm). Build it once and reuse it: it is hashed by
     identity.
 
-    **Raises:** `ValueError` if `params0` has no trainable arrays or non-finite ones.
+    **Raises:** `ValueError` if `params0` has no trainable arrays or non-finite ones; `fn`
+    raises `ValueError` naming `params` when their trainable arrays differ from `params0`'s
+    in tree structure (keys, fields) or in shapes.
 
     **Reference:** Chizat, Oyallon & Bach 2019, Thm 2.2 (sup_t ‖w(t) − w0‖ ≤ √(T·F(w0))).
     """
@@ -107,11 +109,23 @@ def distance_from_init(params0) -> Callable[[Any], jax.Array]:
     if not leaves0:
         raise ValueError("params0 has no trainable (inexact array) leaves")
     check_finite("params0", trainable0)
+    structure0 = jax.tree.structure(trainable0)
+    shapes0 = [leaf.shape for leaf in leaves0]
 
     def distance(params):
-        leaves = jax.tree.leaves(partition(params)[0])
-        if len(leaves) != len(leaves0):
-            raise ValueError("params do not have the structure of params0")
+        trainable = partition(params)[0]
+        structure = jax.tree.structure(trainable)
+        if structure != structure0:
+            raise ValueError(
+                f"params must have the tree structure of params0: got {structure}, "
+                f"expected {structure0}"
+            )
+        leaves = jax.tree.leaves(trainable)
+        shapes = [jnp.shape(leaf) for leaf in leaves]
+        if shapes != shapes0:
+            raise ValueError(
+                f"params must have the array shapes of params0: got {shapes}, expected {shapes0}"
+            )
         return jnp.sqrt(sum(jnp.sum((a - a0) ** 2) for a, a0 in zip(leaves, leaves0)))
 
     return distance

@@ -64,7 +64,7 @@ def test_every_experiment_refuses_an_existing_run_folder(name, tmp_path, capsys)
 @pytest.mark.parametrize("name", list(TINY))
 def test_resume_refuses_a_folder_without_a_run(name, tmp_path, capsys):
     assert cli("run", name, "--resume", tmp_path) == 2
-    assert "no readable config.json" in one_line(capsys.readouterr().err)
+    assert f"no readable config.json of a run of {name}" in one_line(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("name", list(TINY))
@@ -217,7 +217,7 @@ def test_resume_of_a_config_naming_no_experiment_is_refused_as_such(recorded, tm
     assert cli("run", "lazy", "--resume", tmp_path) == 2
     assert capsys.readouterr().err == (
         f"gradflows run lazy: error: --resume {str(tmp_path)!r}: its config.json names no "
-        f"experiment ({recorded!r}); not the config.json of a lazy run\n"
+        f"experiment ({recorded!r}); not the config.json of a run of lazy\n"
     )
 
 
@@ -295,3 +295,11 @@ def test_a_bad_solver_flag_lists_names_not_python_objects(capsys):
         solve_settings({"solver": "--drift-solvers"}, solver="foo")
     assert str(info.value).startswith("--drift-solvers must be one of ('auto', 'tsit5'")
     assert str(info.value).endswith("'exprk4'), got 'foo'")
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_run_help_says_what_options_do_not_when_they_changed(name, capsys):
+    # --n-alpha said "13: half-decades, the default before 2026-12-03"
+    assert cli("run", name, "--help") == 0
+    text = capsys.readouterr().out
+    assert "--resume" in text and "before 20" not in text and "2026" not in text

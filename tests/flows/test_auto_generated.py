@@ -73,10 +73,10 @@ def _solve(arch, width, seed, t1):
     [
         ("deep_linear", 4, 1),
         ("deep_linear", 4, 3),
-        # Measured: its trial steps fail while the flow still moves (errors 1,770, 109, 23 at
-        # t = 30, 61, 89: the steps they would accept are shorter than c_s/c_e·h); the one at
-        # t = 114 fails too (2.51), but the step it would accept pays, and exprb32 takes over
-        # there: 1,825 steps (before the trial was shortened: max_steps at t = 198).
+        # Measured: its trial steps fail while the flow still moves (errors 3.2e4, 187, 78,
+        # 9.5 at t = 14, 47, 74, 102: the steps they would accept are shorter than
+        # c_s/c_e·h); the one at t = 127 fails too (3.0), but the step it would accept pays,
+        # and exprb32 takes over there: 2,008 steps.
         ("two_layer", 8, 0),
     ],
 )

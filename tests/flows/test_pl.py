@@ -125,6 +125,21 @@ def test_bad_arguments_raise(call, match):
         call()
 
 
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"b": jnp.array([1.0, 2.0])}, "^params must have the tree structure of params0"),
+        ({"a": jnp.array([1.0, 2.0, 3.0])}, "^params must have the array shapes of params0"),
+    ],
+)
+def test_distance_from_init_refuses_params_unlike_params0(params, match):
+    # distance_from_init({"a": w})({"b": w}) returned 0: the leaves were compared by count
+    distance = flows.observables.distance_from_init({"a": jnp.array([1.0, 2.0])})
+    assert float(distance({"a": jnp.array([4.0, 6.0])})) == 5.0
+    with pytest.raises(ValueError, match=match):
+        distance(params)
+
+
 def test_an_objective_that_is_not_callable_is_refused_when_given():
     # pl_quotient(3.0) was accepted, and failed only when the flow first recorded it
     with pytest.raises(TypeError, match="^objective must be a function of the parameters"):

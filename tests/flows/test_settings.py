@@ -230,3 +230,16 @@ def test_lazy_save_times_resolve_the_fastest_mode_and_end_at_t1():
     assert ts[1] == pytest.approx(1e-2 / 50.0, rel=1e-12)  # min(1e-3·t1, 1e-2/λ_max)
     assert np.all(np.isin(np.linspace(0, 100.0, 21)[1:], ts))
     assert flows.lazy.lazy_save_times(100.0, 0.0, 30)[1] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_chunks_beyond_the_save_times_mean_one_call_per_save_time():
+    # chunks=10**9 is documented (SolveSettings): min(chunks, len(ts)) diffrax calls
+    ts = jnp.array([0.0, 0.1, 0.4, 1.0, 2.0])
+    solve = lambda chunks: flows.gradient_flow(  # noqa: E731
+        quadratic, jnp.array([1.0, -0.5]), 2.0, ts=ts, solver="tsit5", chunks=chunks
+    )
+    huge, exact = solve(10**9), solve(len(ts))
+    assert huge.stats["chunks"] == exact.stats["chunks"] == len(ts)
+    np.testing.assert_array_equal(huge.params, exact.params)
+    closed = np.array([1.0, -0.5]) * np.exp(-np.outer(np.asarray(ts), [1.0, 3.0]))
+    np.testing.assert_allclose(huge.params, closed, rtol=0, atol=1e-8)  # measured 1.9e-12
