@@ -49,6 +49,8 @@ def fits_in_memory(name: str, count: int) -> None:
 
 
 def positive_float(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_, str, bytes)):  # float(True) and float("1") passed
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):

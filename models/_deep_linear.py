@@ -19,6 +19,10 @@ def _random_orthogonal(key: PRNGKeyArray, n: int) -> Float[Array, "n n"]:
 
 
 def _check_dims(dims: Sequence[int]) -> list[int]:
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise ValueError(  # dims=3 said "'int' object is not iterable"
+            f"dims must be a sequence of integers (d_0, …, d_L), got {type(dims).__name__}"
+        )
     dims = list(dims)
     if len(dims) < 2:
         raise ValueError(f"dims must have at least 2 entries (d_0, …, d_L), got {dims}")
@@ -44,9 +48,9 @@ class DeepLinearNet(eqx.Module):
     **Raises:**
 
     `ValueError` if `weights` is not a sequence or is empty, a matrix is not numeric, not
-    2-D or not finite, is float32 (or another non-float64 float: refused, not cast, as
-    `flows.gradient_flow` refuses it; integer matrices are converted to float64), or shapes
-    do not chain.
+    2-D, has a zero dimension or is not finite, is float32 (or another non-float64 float:
+    refused, not cast, as `flows.gradient_flow` refuses it; integer matrices are converted
+    to float64), or shapes do not chain.
 
     See the constructors `gaussian`, `balanced` and `decoupled`.
     """
@@ -64,6 +68,8 @@ class DeepLinearNet(eqx.Module):
             raise ValueError("weights must hold at least one matrix, got none")
         for k, w in enumerate(weights):
             _checks.finite_array(f"weights[{k}]", w, ndim=2)
+            if 0 in w.shape:  # a (0, 2) layer was accepted: f(x) = 0 of shape (0,)
+                raise ValueError(f"weights[{k}] must have no zero dimension, got shape {w.shape}")
         for k in range(1, len(weights)):
             if weights[k].shape[1] != weights[k - 1].shape[0]:
                 raise ValueError(

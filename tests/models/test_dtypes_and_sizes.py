@@ -47,3 +47,37 @@ def test_deep_linear_net_refuses_what_is_not_a_list_of_matrices(weights, message
     with pytest.raises(ValueError) as info:
         models.DeepLinearNet(weights)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        # float(True) and float("1") were taken as scale 1 / u0 1
+        (
+            lambda key: models.DeepLinearNet.gaussian([2, 3], scale=True, key=key),
+            "scale must be a finite number > 0, got True",
+        ),
+        (
+            lambda key: models.DeepLinearNet.balanced([2, 3], scale="1", key=key),
+            "scale must be a finite number > 0, got '1'",
+        ),
+        (
+            lambda key: models.DeepLinearNet.decoupled(np.eye(2), u0=True, hidden=2, key=key),
+            "u0 must be a finite number > 0, got True",
+        ),
+        # dims=3 said "'int' object is not iterable"
+        (
+            lambda key: models.DeepLinearNet.gaussian(3, scale=1.0, key=key),
+            "dims must be a sequence of integers (d_0, …, d_L), got int",
+        ),
+        # a (0, 2) layer was accepted, f(x) of shape (0,)
+        (
+            lambda key: models.DeepLinearNet([np.ones((0, 2))]),
+            "weights[0] must have no zero dimension, got shape (0, 2)",
+        ),
+    ],
+)
+def test_deep_linear_net_refuses_bools_strings_and_empty_layers(build, message):
+    with pytest.raises(ValueError) as info:
+        build(jax.random.PRNGKey(0))
+    assert str(info.value) == message
