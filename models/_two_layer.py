@@ -62,7 +62,7 @@ class TwoLayerNet(eqx.Module):
         out_size = _checks.positive_int("out_size", out_size)
         _checks.prng_key("key", key)
         _checks.fits_in_memory("width", width * (in_size + out_size))
-        if scale not in _SCALES:
+        if not isinstance(scale, str) or scale not in _SCALES:  # a list: "unhashable type"
             raise ValueError(f"scale must be 'sqrt' or 'mean', got {scale!r}")
         self.activation = _resolve_activation(activation)
         self.scale = _SCALES[scale](width)

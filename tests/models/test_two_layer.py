@@ -26,6 +26,9 @@ def test_two_layer_bad_arguments_raise():
     key = jax.random.PRNGKey(0)
     with pytest.raises(ValueError, match="scale must be 'sqrt' or 'mean', got 'ntk'"):
         models.TwoLayerNet(2, 3, scale="ntk", key=key)
+    # a list said "TypeError: unhashable type: 'list'"
+    with pytest.raises(ValueError, match=r"scale must be 'sqrt' or 'mean', got \['sqrt'\]"):
+        models.TwoLayerNet(2, 3, scale=["sqrt"], key=key)
     with pytest.raises(ValueError, match="width must be an integer >= 1"):
         models.TwoLayerNet(2, -1, key=key)
     with pytest.raises(ValueError, match="in_size"):
