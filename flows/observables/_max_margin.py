@@ -44,6 +44,16 @@ def signed_inputs(X, y) -> np.ndarray:
     return y[:, None] * X
 
 
+def _unit_scale(Z: np.ndarray) -> tuple[np.ndarray, float]:
+    """`(Z / s, s)` with s = max |Z_ij| (1 when Z = 0): separability, the direction and the
+    support do not change under Z → Z/s and the margin scales by s, while the solvers'
+    absolute tolerances (HiGHS's 1e-7 feasibility, the NNLS residual) assume entries of order
+    one (X·1e-8 was called separable only below float64's resolution, X·1e20 and X·1e-20
+    not separable)."""
+    s = float(np.max(np.abs(Z), initial=0.0))
+    return (Z / s, s) if s > 0 else (Z, 1.0)
+
+
 def is_linearly_separable(X: Float[ArrayLike, "n d"], y: Float[ArrayLike, " n"]) -> bool:
     """Whether some w satisfies y_i⟨w, x_i⟩ > 0 for all i (a hyperplane through the origin).
 
@@ -59,7 +69,7 @@ def is_linearly_separable(X: Float[ArrayLike, "n d"], y: Float[ArrayLike, " n"])
     """
     from scipy.optimize import linprog
 
-    Z = signed_inputs(X, y)
+    Z, _ = _unit_scale(signed_inputs(X, y))
     d = Z.shape[1]
     res = linprog(
         np.zeros(d), A_ub=-Z, b_ub=-np.ones(len(Z)), bounds=[(None, None)] * d, method="highs"
@@ -112,7 +122,7 @@ def max_margin(X: Float[ArrayLike, "n d"], y: Float[ArrayLike, " n"]) -> MaxMarg
     least-distance program via NNLS); Soudry, Hoffer, Nacson, Gunasekar & Srebro 2018,
     eq. (4) (the direction gradient descent on separable data converges to).
     """
-    Z = signed_inputs(X, y)
+    Z, unit = _unit_scale(signed_inputs(X, y))
     if not is_linearly_separable(X, y):
         raise ValueError(
             f"X, y: the {len(Z)} points are not linearly separable through the origin (no w "
@@ -136,7 +146,7 @@ def max_margin(X: Float[ArrayLike, "n d"], y: Float[ArrayLike, " n"]) -> MaxMarg
     norm = float(np.linalg.norm(w))
     return MaxMargin(
         direction=w / norm,
-        margin=float(margins.min() / norm),
+        margin=float(margins.min() / norm) * unit,
         support=np.flatnonzero(margins <= 1 + 1e-6),
         solver={
             "name": "scipy.optimize.nnls",

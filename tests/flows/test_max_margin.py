@@ -78,3 +78,17 @@ def test_max_margin_says_in_one_line_that_the_data_are_not_separable():
     y = np.array([1.0, 1.0, -1.0])  # x and −x with one label: no hyperplane through 0
     with pytest.raises(ValueError, match=r"^X, y: the 3 points are not linearly separable"):
         flows.observables.max_margin(X, y)
+
+
+@pytest.mark.parametrize("unit", [1e-300, 1e-20, 1e-8, 1e20, 1e300])
+def test_max_margin_is_equivariant_under_the_units_of_X(unit):
+    # X·1e-8 was "separable only with a margin below float64's resolution", X·1e±20 and
+    # X·1e±300 "not linearly separable": the solvers' absolute tolerances assumed entries ~1.
+    # The margin scales by the unit exactly; at unit 1 it is 1/√2 (support: all three points).
+    X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.5]])
+    y = np.array([1.0, 1.0, -1.0])
+    assert flows.observables.is_linearly_separable(X * unit, y)
+    result = flows.observables.max_margin(X * unit, y)
+    assert result.margin / unit == pytest.approx(2**-0.5, rel=1e-13)
+    np.testing.assert_allclose(result.direction, [2**-0.5, 2**-0.5, 0.0], atol=1e-13)
+    np.testing.assert_array_equal(result.support, [0, 1, 2])
