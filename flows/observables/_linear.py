@@ -15,6 +15,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from models import DeepLinearNet, TwoLayerNet
 
+from .._checks import check_flag
 from ._max_margin import signed_inputs
 
 
@@ -53,6 +54,29 @@ def _end_to_end_vector(model: DeepLinearNet) -> Float[Array, " d_0"]:
     return product[0]
 
 
+def _same_shapes(name: str, shapes, shapes0) -> None:
+    """Refuse a model whose array shapes differ from the one the factory was built from
+    (a (3, 5, 1) net against a (3, 4, 1) reference failed as JAX's "sub got incompatible
+    shapes", a shallower one as "zip() argument 2 is longer than argument 1")."""
+    if list(shapes) != list(shapes0):
+        raise ValueError(
+            f"{name} has shapes {list(shapes)}, but the observable was built for {list(shapes0)}"
+        )
+
+
+def _input_size(name: str, model, d: int, what: str) -> None:
+    """Refuse a network whose input dimension d_0 is not `d`, given by `what`."""
+    d0 = _layers(model)[0].shape[1]
+    if d0 != d:  # said "dot_general requires contracting dimensions to have the same shape"
+        raise ValueError(f"{name} has input dimension d_0 = {d0}, but {what} is {d}")
+
+
+def _stack(out: list, dtype) -> Array:
+    """`jnp.stack(out)`, or an empty (0,) array for a one-layer network (L − 1 = 0 entries;
+    `jnp.stack([])` said "Need at least one array to stack")."""
+    return jnp.stack(out) if out else jnp.zeros((0,), dtype)
+
+
 def _pairs(model):
     layers = _layers(model)
     return zip(layers[:-1], layers[1:], strict=True)
@@ -78,11 +102,14 @@ def balancedness_drift(
     **Reference:** Du, Hu & Lee 2018, Thm 2.2 (C_k is constant under gradient flow for any
     differentiable loss).
     """
+    relative = check_flag("relative", relative)
     c0 = [np.asarray(c) for c in _deep_linear("params0", params0).balancedness()]
     if not c0:
         raise ValueError("balancedness_drift needs a network with at least two layers")
+    shapes0 = [w.shape for w in params0.weights]
 
     def drift(model):
+        _same_shapes("model", [w.shape for w in _layers(model)], shapes0)
         out = []
         for c, c_init, (w, w_next) in zip(model.balancedness(), c0, _pairs(model), strict=True):
             d = jnp.linalg.norm(c - c_init)
@@ -107,7 +134,7 @@ def adjacent_alignment(model: DeepLinearNet) -> Float[Array, " L-1"]:
 
     Meaningful when the top singular values are simple; a tie makes the vectors arbitrary.
 
-    **Returns:** `(L − 1,)` array in [0, 1].
+    **Returns:** `(L − 1,)` array in [0, 1] (empty for L = 1).
 
     **Reference:** Ji & Telgarsky 2019, "Gradient descent aligns the layers of deep linear
     networks", Thm 2.2; Arora, Cohen & Hazan 2018, §3 (consequences of balancedness).
@@ -117,7 +144,7 @@ def adjacent_alignment(model: DeepLinearNet) -> Float[Array, " L-1"]:
         u1 = jnp.linalg.svd(w, full_matrices=False)[0][:, 0]
         v1 = jnp.linalg.svd(w_next, full_matrices=False)[2][0]
         out.append(jnp.abs(u1 @ v1))
-    return jnp.stack(out)
+    return _stack(out, _layers(model)[0].dtype)
 
 
 def singular_value_ratio(model: DeepLinearNet) -> Float[Array, " L"]:
@@ -160,13 +187,14 @@ def normalised_margin(
     data.
 
     **Raises:** `ValueError` if shapes do not match, values are not finite, or `y` does not
-    hold both labels ±1.
+    hold both labels ±1; from `fn`, naming `model`, if its d_0 is not X's d.
 
     **Reference:** Soudry, Hoffer, Nacson, Gunasekar & Srebro 2018, Thm 3; Ji & Telgarsky 2019.
     """
     Z = jnp.asarray(signed_inputs(X, y))
 
     def margin(model):
+        _input_size("model", model, Z.shape[1], "X's number of columns")
         beta = _end_to_end_vector(model)
         return jnp.min(Z @ beta) / jnp.linalg.norm(beta)
 
@@ -183,18 +211,25 @@ def max_margin_angle(
 
     **Returns:** `fn(model) -> scalar`, for networks with d_L = 1.
 
-    **Raises:** `ValueError` if `direction` is not a nonzero finite vector.
+    **Raises:** `ValueError` if `direction` is not a nonzero finite vector; from `fn`,
+    naming `model`, if its d_0 is not the length of `direction`.
 
     **Reference:** Soudry et al. 2018, Thm 3 (the angle falls like O(1/log t)); Ji & Telgarsky
     2019, Thm 2.2 (deep linear networks).
     """
-    w = np.asarray(direction, dtype=np.float64)
+    try:
+        w = np.asarray(direction, dtype=np.float64)
+    except (TypeError, ValueError):  # "ab" said "could not convert string to float: 'ab'"
+        raise ValueError(
+            f"direction must be a nonzero finite 1-D vector, got {type(direction).__name__}"
+        ) from None
     norm = np.linalg.norm(w) if w.ndim == 1 else 0.0
     if not (np.isfinite(norm) and norm > 0):
         raise ValueError("direction must be a nonzero finite 1-D vector")
     w_hat = jnp.asarray(w / norm)
 
     def angle(model):
+        _input_size("model", model, w.shape[0], "direction's length")
         beta = _end_to_end_vector(model)
         b_hat = beta / jnp.linalg.norm(beta)
         cos = b_hat @ w_hat
@@ -212,7 +247,7 @@ def layer_norm_gaps(model) -> Float[Array, " L-1"]:
     **Arguments:** `model`: a `DeepLinearNet` or `MLP` (any model with `weights`, and
     optionally `biases`).
 
-    **Returns:** `(L − 1,)` array.
+    **Returns:** `(L − 1,)` array (empty for L = 1).
 
     **Reference:** Du, Hu & Lee 2018, Thm 2.1 (Cor. 2.1 for the Frobenius form).
     """
@@ -221,7 +256,8 @@ def layer_norm_gaps(model) -> Float[Array, " L-1"]:
     incoming = [jnp.sum(w**2) for w in layers]
     if biases is not None:
         incoming = [s + jnp.sum(b**2) for s, b in zip(incoming, biases, strict=True)]
-    return jnp.stack([incoming[k] - jnp.sum(layers[k + 1] ** 2) for k in range(len(layers) - 1)])
+    gaps = [incoming[k] - jnp.sum(layers[k + 1] ** 2) for k in range(len(layers) - 1)]
+    return _stack(gaps, layers[0].dtype)
 
 
 def neuron_balancedness(model: TwoLayerNet) -> Float[Array, " m"]:
@@ -255,15 +291,22 @@ def neuron_balancedness_drift(
 
     **Returns:** `fn(model) -> (m,)` array, ≥ 0.
 
+    **Raises:** `ValueError` naming `params0` if it is not a `TwoLayerNet`, and from `fn`
+    naming `model` when its shapes differ from `params0`'s; `TypeError` if `relative` is not
+    a bool.
+
     **Reference:** Du, Hu & Lee 2018, Thm 2.1 (q_j is constant under gradient flow when the
     activation is positively homogeneous of degree 1).
     """
+    relative = check_flag("relative", relative)
     q0 = np.asarray(neuron_balancedness(_two_layer("params0", params0)))
+    shapes0 = [params0.a.shape, params0.b.shape]
     scale = np.ones_like(q0)
     if relative:
         scale = np.maximum(1.0, np.asarray(jnp.sum(params0.b**2, axis=1) + params0.a**2))
 
     def drift(model):
+        _same_shapes("model", [_two_layer("model", model).a.shape, model.b.shape], shapes0)
         return jnp.abs(neuron_balancedness(model) - q0) / scale
 
     return drift

@@ -175,3 +175,77 @@ def test_observables_refuse_another_model_in_one_line(call, message, model, got)
         call(model)
     said = str(info.value)
     assert said in (f"{message}, got {got}", f"{message} (e.g. DeepLinearNet), got {got}")
+
+
+_REF = models.DeepLinearNet([np.arange(1.0, 13.0).reshape(4, 3) / 7, np.ones((1, 4))])
+_TWO = models.TwoLayerNet(3, 4, key=jax.random.PRNGKey(0))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        # "sub got incompatible shapes for broadcasting: (5, 5), (4, 4)"
+        (
+            lambda: flows.observables.balancedness_drift(_REF)(
+                models.DeepLinearNet([np.ones((5, 3)), np.ones((1, 5))])
+            ),
+            ValueError,
+            "model has shapes [(5, 3), (1, 5)], but the observable was built for [(4, 3), (1, 4)]",
+        ),
+        # "zip() argument 2 is longer than argument 1"
+        (
+            lambda: flows.observables.balancedness_drift(_REF)(
+                models.DeepLinearNet([np.ones((1, 3))])
+            ),
+            ValueError,
+            "model has shapes [(1, 3)], but the observable was built for [(4, 3), (1, 4)]",
+        ),
+        (
+            lambda: flows.observables.neuron_balancedness_drift(_TWO)(
+                models.TwoLayerNet(3, 5, key=jax.random.PRNGKey(1))
+            ),
+            ValueError,
+            "model has shapes [(5,), (5, 3)], but the observable was built for [(4,), (4, 3)]",
+        ),
+        # "yes" and None were taken by truth value
+        (
+            lambda: flows.observables.balancedness_drift(_REF, relative="yes"),
+            TypeError,
+            "relative must be True or False, got str 'yes'",
+        ),
+        (
+            lambda: flows.observables.neuron_balancedness_drift(_TWO, relative=None),
+            TypeError,
+            "relative must be True or False, got NoneType None",
+        ),
+        # "dot_general requires contracting dimensions to have the same shape"
+        (
+            lambda: flows.observables.normalised_margin(np.eye(2), [1.0, -1.0])(_REF),
+            ValueError,
+            "model has input dimension d_0 = 3, but X's number of columns is 2",
+        ),
+        (
+            lambda: flows.observables.max_margin_angle(np.ones(2))(_REF),
+            ValueError,
+            "model has input dimension d_0 = 3, but direction's length is 2",
+        ),
+        # "could not convert string to float: 'ab'"
+        (
+            lambda: flows.observables.max_margin_angle("ab"),
+            ValueError,
+            "direction must be a nonzero finite 1-D vector, got str",
+        ),
+    ],
+)
+def test_observables_refuse_a_model_of_other_shapes_naming_it(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_pair_observables_of_a_one_layer_net_are_empty():
+    # jnp.stack([]) said "Need at least one array to stack"; L - 1 = 0 entries
+    one = models.DeepLinearNet([np.arange(1.0, 7.0).reshape(2, 3)])
+    for fn in (flows.observables.adjacent_alignment, flows.observables.layer_norm_gaps):
+        value = fn(one)
+        assert value.shape == (0,) and value.dtype == jnp.float64
