@@ -43,8 +43,22 @@ def kink_slopes(activation) -> tuple[float, float]:
     )
 
 
+def _out_size(part) -> int:
+    """k, the number of outputs of a `TwoLayerNet` (a of shape (k, m) when k > 1) or `MLP`."""
+    if isinstance(part, TwoLayerNet):
+        return 1 if part.a.ndim == 1 else int(part.a.shape[0])
+    return int(part.weights[-1].shape[0])
+
+
 def _part_arrays(part):
     """(a (w,), B (w, d̃), output biases (k,), coefficient of the neurons, d)."""
+    if isinstance(part, (TwoLayerNet, MLP)) and _out_size(part) != 1:
+        # an MLP's out_size=2 was trained on its first output only, silently; a TwoLayerNet's
+        # failed in numpy's concatenate ("all the input arrays must have same number of ...")
+        raise ValueError(
+            f"model: filippov_flow needs a scalar-output network (out_size=1), got "
+            f"out_size={_out_size(part)}"
+        )
     if isinstance(part, TwoLayerNet):
         return part.a, part.b, jnp.zeros((0,)), part.scale, part.b.shape[1]
     if isinstance(part, MLP):

@@ -273,6 +273,26 @@ def test_unsupported_architecture_names_what_is_supported(model):
 
 
 @pytest.mark.parametrize(
+    "model",
+    [
+        # an MLP's second output was dropped silently (trained on output 0 only); the
+        # TwoLayerNet failed in numpy: "all the input arrays must have same number of ..."
+        models.MLP(2, 3, 1, activation="relu", out_size=2, key=jax.random.PRNGKey(0)),
+        models.symmetrize(
+            models.TwoLayerNet(2, 3, activation="relu", out_size=2, key=jax.random.PRNGKey(0))
+        ),
+    ],
+    ids=["mlp", "doubled_two_layer"],
+)
+def test_a_vector_output_network_is_refused_naming_model(model):
+    with pytest.raises(ValueError) as info:
+        flows.nonsmooth.filippov_flow(model, (X, Y), 1.0)
+    assert str(info.value) == (
+        "model: filippov_flow needs a scalar-output network (out_size=1), got out_size=2"
+    )
+
+
+@pytest.mark.parametrize(
     "data, t1, match",
     [
         ((X, Y), 0.0, "t1"),
