@@ -1,5 +1,7 @@
 """Argument checks of the portrait functions: ValueError naming the argument."""
 
+import math
+
 import numpy as np
 
 
@@ -20,7 +22,10 @@ def _points(name: str, value) -> np.ndarray:
 
 
 def _positive(name: str, value) -> float:
-    number = float(value)
+    try:  # "abc" and None failed in float() without the name; True was taken as 1
+        number = math.nan if isinstance(value, (bool, str, bytes)) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
     if not (np.isfinite(number) and number > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return number
@@ -33,10 +38,21 @@ def _positives(name: str, values) -> np.ndarray:
     return array
 
 
+def _integer(name: str, value, low: int) -> int:
+    """`value` as an int >= `low`; a bool, str, None, NaN or a fraction is refused naming
+    `name` (int("abc") and int(nan) failed without it, None as a TypeError)."""
+    integral = isinstance(value, (int, np.integer)) or (
+        isinstance(value, (float, np.floating)) and float(value).is_integer()
+    )
+    if isinstance(value, (bool, np.bool_)) or not integral or int(value) < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
 def _grid_size(grid) -> int:
-    if isinstance(grid, bool) or int(grid) != grid or int(grid) < 5:
-        raise ValueError(f"grid must be an integer >= 5, got {grid!r}")
-    return int(grid) | 1  # odd, so that the centre of a centred window is a grid point
+    return (
+        _integer("grid", grid, 5) | 1
+    )  # odd, so that the centre of a centred window is a grid point
 
 
 def _bounds(value) -> np.ndarray:

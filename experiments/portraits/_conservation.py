@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 import flows
 
 from .. import _plotting
-from ._checks import _bounds, _grid_size, _point, _points, _positive
+from ._checks import _bounds, _grid_size, _integer, _point, _points, _positive
 from ._drawing import (
     Portrait,
     _colours,
@@ -187,12 +187,16 @@ def conservation_portrait(
     bounds = _bounds(bounds)
     eta = _positive("eta", eta)
     gd_start = starts[0] if gd_start is None else _point("gd_start", gd_start)
-    if isinstance(gd_steps, bool) or int(gd_steps) != gd_steps or int(gd_steps) < 1:
-        raise ValueError(f"gd_steps must be an integer >= 1, got {gd_steps!r}")
+    gd_steps = _integer("gd_steps", gd_steps, 1)
     w1, w2 = _axes(bounds, _grid_size(grid))
     F, Q = _Plain(objective), _Plain(invariant)
     paths, ts, stats, config = _flows(
-        (F,), starts, _positive("t1", t1), None, n_times=max(int(n_times), 3), settings=settings
+        (F,),
+        starts,
+        _positive("t1", t1),
+        None,
+        n_times=_integer("n_times", n_times, 3),
+        settings=settings,
     )
     paths = paths[0]
     gd = _gradient_descent(objective, gd_start, eta, int(gd_steps))

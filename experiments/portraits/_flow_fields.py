@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 import flows
 import models
 
-from ._checks import _bounds, _grid_size, _point, _points, _positive, _positives
+from ._checks import _bounds, _grid_size, _integer, _point, _points, _positive, _positives
 from ._drawing import (
     Portrait,
     _colours,
@@ -178,7 +178,7 @@ def flow_portrait(
     - `bounds`: the window (w1_min, w1_max, w2_min, w2_max).
     - `compare`: optional second objective (e.g. a linearised one), same signature.
     - `t1`: flow time of every trajectory (> 0).
-    - `n_times`: saved points per trajectory (log-spaced in t, plus t = 0).
+    - `n_times`: saved points per trajectory (log-spaced in t, plus t = 0), an integer >= 3.
     - `grid`: grid points per axis for level sets and streamlines.
     - `settings`: the solve's `flows.SolveSettings` (tolerances, step budget; default
       `flows.SolveSettings()`), always with Tsit5.
@@ -206,7 +206,7 @@ def flow_portrait(
         objectives,
         [(bounds, starts, None)],
         t1=_positive("t1", t1),
-        n_times=max(int(n_times), 3),
+        n_times=_integer("n_times", n_times, 3),
         grid=_grid_size(grid),
         settings=settings,
     )
@@ -304,7 +304,7 @@ def lazy_flow_portrait(
         objectives,
         columns,
         t1=_positive("t1", t1),
-        n_times=max(int(n_times), 3),
+        n_times=_integer("n_times", n_times, 3),
         grid=_grid_size(grid),
         settings=settings,
     )

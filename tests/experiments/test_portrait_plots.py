@@ -174,6 +174,51 @@ def test_bad_arguments_raise_naming_the_argument(call, name):
         call()
 
 
+def _conservation(**kwargs):
+    objective = portraits.ModelLoss(portraits.ScalarLinearNet(1.0), TARGET)
+    return portraits.conservation_portrait(
+        objective, portraits.balancedness, [[0.5, 1.0]], (-2, 2, -2, 2), **kwargs
+    )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        # n_times=-5 was taken as 3 silently; "abc" failed in int() without the name
+        (
+            lambda: portraits.flow_portrait(NET, [[0.1, 0.2]], (0, 1, 0, 1), n_times=-5),
+            "n_times must be an integer >= 3, got -5",
+        ),
+        (
+            lambda: portraits.flow_portrait(NET, [[0.1, 0.2]], (0, 1, 0, 1), n_times="abc"),
+            "n_times must be an integer >= 3, got 'abc'",
+        ),
+        # None said "int() argument must be ..." (TypeError)
+        (
+            lambda: portraits.surface_portrait(NET, W0, grid=None),
+            "grid must be an integer >= 5, got None",
+        ),
+        # float("abc") failed without the name; True was taken as 1
+        (
+            lambda: portraits.surface_portrait(NET, W0, radius="abc"),
+            "radius must be a finite number > 0, got 'abc'",
+        ),
+        (
+            lambda: _conservation(eta=True),
+            "eta must be a finite number > 0, got True",
+        ),
+        (
+            lambda: _conservation(gd_steps=float("nan")),
+            "gd_steps must be an integer >= 1, got nan",
+        ),
+    ],
+)
+def test_bad_numbers_are_refused_in_one_line_naming_them(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
 def test_lazy_flow_panels_have_one_line_titles_and_their_row_named_once(lazy):
     portrait, _ = lazy
     panels = [ax for ax in portrait.figure.axes if ax.get_xlabel()]  # the colour bar has none
