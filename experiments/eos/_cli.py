@@ -19,6 +19,7 @@ TASKS = ("multiclass", "binary")
 LOSSES = ("mse", "cross_entropy")
 FLOW_SOLVERS = ("tsit5", "dopri5", "dopri8")  # the central flow's explicit solvers
 FLOWS = ("gradient", "modified", "central")
+MAX_GD_STEPS = 200_000  # gradient-descent steps of one η (every step is kept)
 
 DEFAULTS = {
     "classes": "all",
@@ -185,10 +186,10 @@ def settings(args) -> dict:
             f"--t1 ({s['t1']:g}) must be at least 10 steps of the largest --etas "
             f"({max(s['etas']):g})"
         )
-    if steps > 200_000:
+    if steps > MAX_GD_STEPS:
         raise UsageError(
             f"--t1 {s['t1']:g} is {steps:.3g} steps of the smallest --etas "
-            f"({min(s['etas']):g}), over 200000"
+            f"({min(s['etas']):g}), over {MAX_GD_STEPS}"
         )
     p = parameters(s)
     if p > MAX_PARAMETERS:  # --width 4096 --depth 16 (2.5e8) would die in the allocator

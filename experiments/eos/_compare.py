@@ -14,7 +14,7 @@ from flows.large_steps import (
     update_cosine,
 )
 
-from ._cli import DEFAULTS, solve_settings_of
+from ._cli import DEFAULTS, MAX_GD_STEPS, solve_settings_of
 from ._gd import descend
 
 FLOWS = ("gradient_flow", "modified_flow", "central_flow")
@@ -62,7 +62,8 @@ def compare(
     and `predicted_loss` (T,). A flow that failed has no arrays and its reason in
     `record["failed"]`. `record` holds the numbers of results.json (no NaN).
 
-    **Raises:** `ValueError` naming `eta` (≤ 0), `t1` (not a number, < η), `every` (not an
+    **Raises:** `ValueError` naming `eta` (≤ 0), `t1` (not a finite number, < η, or more than
+    200,000 steps of η), `every` (not an
     integer ≥ 1), `flows_compared` (a str, or an unknown name: it was ignored), `k` (> p)
     or the settings, `TypeError` naming `loss` (not a float scalar), as the flows do.
     """
@@ -72,6 +73,8 @@ def compare(
         raise ValueError(f"t1 must be a number, got {t1!r}")
     if not t1 >= eta:
         raise ValueError(f"t1 must be at least one step eta={eta:g}, got {t1!r}")
+    if not np.isfinite(t1):  # inf failed as "cannot convert float infinity to integer"
+        raise ValueError(f"t1 must be finite, got {t1!r}")
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
     if isinstance(flows_compared, str) or not set(flows_compared) <= set(_FLOW_NAMES):
@@ -82,6 +85,11 @@ def compare(
     flows.sharpness(loss, params0, k)  # refuses k > p and a non-scalar loss, by name
     settings = solve_settings_of(DEFAULTS) if settings is None else settings
     steps = int(round(t1 / eta))
+    if steps > MAX_GD_STEPS:  # t1=1e12, eta=0.1 ran 1e13 steps, every one kept
+        raise ValueError(
+            f"t1={t1:g} is {steps:.3g} steps of eta={eta:g}, over {MAX_GD_STEPS} (every "
+            "step of gradient descent is kept)"
+        )
     gd = descend(loss, params0, eta=eta, steps=steps,
                  report=lambda t, t1: report(t, t1, "gradient descent"))  # fmt: skip
     traj = gd.trajectory

@@ -69,6 +69,13 @@ def test_compare_records_divergence_and_writes_no_nan():
         ({"eta": 0.1, "k": 4}, ValueError, "k must be <= p"),
         ({"eta": 0.1, "t1": "1"}, ValueError, "t1 must be a number, got '1'"),  # was TypeError
         ({"eta": 0.1, "every": 0}, ValueError, "every must be an integer >= 1, got 0"),
+        # inf said "cannot convert float infinity to integer"; t1=1e12 ran 1e13 steps
+        ({"eta": 0.1, "t1": float("inf")}, ValueError, "^t1 must be finite, got inf$"),
+        (
+            {"eta": 0.1, "t1": 1e12},
+            ValueError,
+            r"^t1=1e\+12 is 1e\+13 steps of eta=0.1, over 200000 \(every step of gradient",
+        ),
         # an unknown name was ignored; a str was read letter by letter
         (
             {"eta": 0.1, "flows_compared": ("foo",)},
