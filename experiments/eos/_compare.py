@@ -63,9 +63,10 @@ def compare(
     `record["failed"]`. `record` holds the numbers of results.json (no NaN).
 
     **Raises:** `ValueError` naming `eta` (≤ 0), `t1` (not a finite number, < η, or more than
-    200,000 steps of η), `every` (not an
-    integer ≥ 1), `flows_compared` (a str, or an unknown name: it was ignored), `k` (> p)
-    or the settings, `TypeError` naming `loss` (not a float scalar), as the flows do.
+    200,000 steps of η), `every` or `central_max_steps` (not an integer ≥ 1),
+    `flows_compared` (a str, or an unknown name: it was ignored), `k` (> p) or the settings;
+    `TypeError` naming `loss` (not a float scalar, as the flows do), `settings` (not a
+    `flows.SolveSettings`) or `report` (not callable).
     """
     if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not 0 < eta < np.inf:
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
@@ -75,8 +76,17 @@ def compare(
         raise ValueError(f"t1 must be at least one step eta={eta:g}, got {t1!r}")
     if not np.isfinite(t1):  # inf failed as "cannot convert float infinity to integer"
         raise ValueError(f"t1 must be finite, got {t1!r}")
-    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-        raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    for name, value in (("every", every), ("central_max_steps", central_max_steps)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            # central_max_steps=-1 was found only after GD and the other flows had run,
+            # 'x' failed there as "'<' not supported between instances of 'str' and 'int'"
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not (settings is None or isinstance(settings, flows.SolveSettings)):
+        raise TypeError(  # 'x' said "'str' object has no attribute 'to_dict'", after GD
+            f"settings must be a flows.SolveSettings or None, got {type(settings).__name__}"
+        )
+    if not callable(report):  # None failed at the first report
+        raise TypeError(f"report must be a callable report(t, t1, what), got {report!r}")
     if isinstance(flows_compared, str) or not set(flows_compared) <= set(_FLOW_NAMES):
         raise ValueError(
             f"flows_compared must be a sequence of {', '.join(map(repr, _FLOW_NAMES))}, "

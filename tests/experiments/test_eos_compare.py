@@ -69,6 +69,24 @@ def test_compare_records_divergence_and_writes_no_nan():
         ({"eta": 0.1, "k": 4}, ValueError, "k must be <= p"),
         ({"eta": 0.1, "t1": "1"}, ValueError, "t1 must be a number, got '1'"),  # was TypeError
         ({"eta": 0.1, "every": 0}, ValueError, "every must be an integer >= 1, got 0"),
+        # found only after GD and the other flows had run; 'x' as a TypeError there
+        (
+            {"eta": 0.1, "central_max_steps": -1},
+            ValueError,
+            "^central_max_steps must be an integer >= 1, got -1$",
+        ),
+        (
+            {"eta": 0.1, "central_max_steps": "x"},
+            ValueError,
+            "^central_max_steps must be an integer >= 1, got 'x'$",
+        ),
+        # "'str' object has no attribute 'to_dict'", "'NoneType' object is not callable"
+        (
+            {"eta": 0.1, "settings": "x"},
+            TypeError,
+            "^settings must be a flows.SolveSettings or None, got str$",
+        ),
+        ({"eta": 0.1, "report": None}, TypeError, "^report must be a callable"),
         # inf said "cannot convert float infinity to integer"; t1=1e12 ran 1e13 steps
         ({"eta": 0.1, "t1": float("inf")}, ValueError, "^t1 must be finite, got inf$"),
         (
