@@ -193,17 +193,21 @@ class DeepLinearNet(eqx.Module):
 
         **Raises:**
 
-        `ValueError` if `sigma31` is not a finite 2-D array, `u0` is not finite and > 0, or
+        `ValueError` if `sigma31` is not a finite 2-D float64 (or integer) array without a
+        zero dimension, `u0` is not finite and > 0, or
         `hidden` is not an integer ≥ rank(Σ31), or `key` is not a `jax.random` key.
 
         **Reference:** Saxe, McClelland & Ganguli 2014, §2 (decoupled initial conditions and
         the mode dynamics u(t) = s/(1 + (s/u0 − 1)e^{−2st})).
         """
         _checks.finite_array("sigma31", sigma31, ndim=2)
+        # float32 was computed in float32 and promoted; (0, 0) built (1, 0) and (0, 1) layers
+        sigma31 = _checks.float64_array("sigma31", sigma31)
+        if 0 in sigma31.shape:
+            raise ValueError(f"sigma31 must have no zero dimension, got shape {sigma31.shape}")
         u0 = _checks.positive_float("u0", u0)
         hidden = _checks.positive_int("hidden", hidden)
         _checks.prng_key("key", key)
-        sigma31 = jnp.asarray(sigma31)
         rank = int(np.linalg.matrix_rank(np.asarray(sigma31)))
         if hidden < rank:
             raise ValueError(f"hidden must be >= rank(sigma31) = {rank}, got {hidden}")

@@ -70,6 +70,18 @@ def test_deep_linear_net_refuses_what_is_not_a_list_of_matrices(weights, message
             lambda key: models.DeepLinearNet.gaussian(3, scale=1.0, key=key),
             "dims must be a sequence of integers (d_0, …, d_L), got int",
         ),
+        # float32 was computed in float32 then promoted; (0, 0) built (1, 0), (0, 1) layers
+        (
+            lambda key: models.DeepLinearNet.decoupled(
+                np.eye(2, dtype=np.float32), u0=0.1, hidden=2, key=key
+            ),
+            "sigma31 is float32; gradflows computes in float64: pass float64 arrays "
+            "(np.asarray(w, np.float64)), or build them after importing flows or models",
+        ),
+        (
+            lambda key: models.DeepLinearNet.decoupled(np.ones((0, 0)), u0=0.1, hidden=1, key=key),
+            "sigma31 must have no zero dimension, got shape (0, 0)",
+        ),
         # a (0, 2) layer was accepted, f(x) of shape (0,)
         (
             lambda key: models.DeepLinearNet([np.ones((0, 2))]),
