@@ -190,10 +190,16 @@ def filippov_flow(
     check_finite("model", (a0, B0, c0))
     check_observables(observables, model)  # now, not after the solve
     Xt = form.inputs(X)
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflow is reported below
+        gram = Xt @ Xt.T
+    if not np.all(np.isfinite(gram)):  # X·1e200: "the solver failed at t=0"
+        raise ValueError(
+            "data: X is too large for float64: its inner products x̃_i·x̃_j overflow (rescale X)"
+        )
     n, m = Xt.shape[0], a0.shape[0]
     field = PieceField(
         jnp.asarray(Xt),
-        jnp.asarray(Xt @ Xt.T),
+        jnp.asarray(gram),
         jnp.asarray(np.linalg.norm(Xt, axis=1)),
         jnp.asarray(form.coef),
         jnp.asarray(form.bias_coef),

@@ -302,6 +302,8 @@ def test_a_vector_output_network_is_refused_naming_model(model):
         ((X, Y[:2]), 1.0, r"Y must have shape \(3,\)"),
         ((X * np.nan, Y), 1.0, r"^data X: non-finite values \(NaN or inf\)$"),
         ((X, Y * np.inf), 1.0, r"^data Y: non-finite values \(NaN or inf\)$"),
+        # the Gram matrix overflowed: "the solver failed at t=0 (step size collapsed ...)"
+        ((X * 1e200, Y), 1.0, r"^data: X is too large for float64: its inner products"),
         (X, 1.0, r"pair \(X, Y\)"),
     ],
 )
