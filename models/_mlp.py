@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import equinox as eqx
 import jax
+import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from . import _checks
@@ -15,6 +16,8 @@ PARAMETERIZATIONS = ("standard", "ntk")
 
 
 def _widths(width, depth) -> tuple[int, ...]:
+    if isinstance(width, range) or (isinstance(width, np.ndarray) and width.ndim == 1):
+        width = tuple(width)  # an array or range said "width must be an integer >= 1"
     if isinstance(width, (tuple, list)):
         if len(width) == 0:
             raise ValueError("width must be an integer >= 1 or a non-empty tuple of them, got ()")
@@ -67,7 +70,8 @@ class MLP(eqx.Module):
     - `in_size`: input dimension d ≥ 1.
     - `out_size`: number of outputs k ≥ 1 (default 1: a scalar output; k > 1: a vector of
       shape (k,), e.g. logits of k classes).
-    - `width`: hidden layer size ≥ 1, or a tuple (m_1, …, m_L) of sizes (e.g. m_k = k²·m).
+    - `width`: hidden layer size ≥ 1, or a tuple (m_1, …, m_L) of sizes (e.g. m_k = k²·m);
+      a list, a range or a 1-D integer array of them is taken as that tuple.
     - `depth`: number of hidden layers L ≥ 1; may be None when `width` is a tuple.
     - `activation`: a name accepted by `models.activation` or an elementwise callable.
     - `bias`: whether layers have biases.

@@ -63,6 +63,17 @@ def test_mlp_per_layer_widths_build_quadratic_growth():
     assert models.MLP(3, (4, 4), 2, key=jax.random.PRNGKey(0)).widths == (4, 4)
 
 
+@pytest.mark.parametrize("width", [np.array([2, 8, 18]), range(2, 19, 8)], ids=["array", "range"])
+def test_mlp_takes_an_array_or_range_of_widths_as_the_tuple(width):
+    # both said "width must be an integer >= 1, got array([ 2,  8, 18])"
+    key = jax.random.PRNGKey(0)
+    model = models.MLP(3, width, bias=False, key=key)
+    assert model.widths == tuple(width)
+    reference = models.MLP(3, tuple(int(w) for w in width), bias=False, key=key)
+    for w, w_ref in zip(model.weights, reference.weights, strict=True):
+        np.testing.assert_array_equal(w, w_ref)
+
+
 def test_ntk_parameterisation_draws_the_same_normals_and_scales_them_in_the_forward_pass():
     key, x = jax.random.PRNGKey(7), jnp.array([0.3, -1.2, 0.7])
     phi = models.abs_family(0.6, 0.4)
