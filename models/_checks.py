@@ -112,4 +112,6 @@ def finite_parameters(name: str, module) -> None:
 def equinox_module(name: str, value) -> None:
     if not isinstance(value, eqx.Module):
         raise ValueError(f"{name} must be an equinox Module, got {type(value).__name__}")
+    if not callable(value):  # a models.Frozen was wrapped, then "'Frozen' object is not callable"
+        raise ValueError(f"{name} must be a callable equinox Module, got {type(value).__name__}")
     finite_parameters(name, value)

@@ -60,3 +60,11 @@ def test_symmetrize_rejects_non_finite_parameters(how):
     broken = eqx.tree_at(lambda m: m.a, model, model.a.at[0].set(jnp.inf))
     with pytest.raises(ValueError, match="model has non-finite parameters"):
         models.symmetrize(broken, how)
+
+
+@pytest.mark.parametrize("wrap", [lambda m: models.symmetrize(m, "doubled"), models.linearize])
+def test_a_module_that_is_not_callable_is_refused_naming_model(wrap):
+    # a models.Frozen was wrapped, then calling the result said "'Frozen' object is not callable"
+    with pytest.raises(ValueError) as info:
+        wrap(models.Frozen(jnp.ones(2)))
+    assert str(info.value) == "model must be a callable equinox Module, got Frozen"
