@@ -188,6 +188,12 @@ def gradient_descent(
             record = jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y))
             value = float(record["loss"])
             loss0 = value if loss0 is None else loss0
+            if not np.isfinite(value) and k == 0:  # said "reduce eta": no step was taken
+                raise _diverged(
+                    f"the loss is {value} at the start, t=0, before any step (not a matter "
+                    "of eta); check the loss, the data scale and the initialisation",
+                    records, save_steps, result,
+                )  # fmt: skip
             if not np.isfinite(value):
                 raise _diverged(
                     f"gradient descent became non-finite at step {k} (t={k * eta:.6g}): the "

@@ -52,3 +52,14 @@ def test_a_non_finite_loss_names_eta_and_the_step_and_keeps_the_finite_saves():
     assert partial.ts[-1] == 512 * ETA and len(partial.ts) == 513
     # Measured relative error 1e-15; each step rounds once.
     assert partial.loss[-1] == pytest.approx(2 * W0**2 * 2.0**1023, rel=1e-12)
+
+
+def test_a_loss_not_finite_at_the_start_does_not_blame_eta():
+    # said "became non-finite at step 0 ...; reduce eta (got 0.1)": no step had been taken
+    with pytest.raises(FloatingPointError) as info:
+        flows.gradient_descent(lambda w: jnp.nan * jnp.sum(w), jnp.array([1.0, 2.0]), 1.0, eta=0.1)
+    assert str(info.value) == (
+        "the loss is nan at the start, t=0, before any step (not a matter of eta); check the "
+        "loss, the data scale and the initialisation"
+    )
+    assert info.value.partial is None
