@@ -81,8 +81,9 @@ def test_a_new_first_span_of_the_same_shapes_traces_nothing():
     # ~1 ms of tracing `_initial_state` for it each time
     t0, t1 = jnp.asarray(0.0), jnp.asarray(0.5)
     solve_span(_field, save_state, Y0, t0, t1, TS * 0.5, None, *SETTINGS)
+    y0, t2, ts = 2.0 * Y0, 2.0 * t1, TS + 0.1  # made first: their own eager ops trace too
     before = len(_TRACED)
-    again = solve_span(_field, save_state, 2.0 * Y0, t1, 2.0 * t1, TS + 0.1, None, *SETTINGS)
+    again = solve_span(_field, save_state, y0, t1, t2, ts, None, *SETTINGS)
     assert _TRACED[before:] == [] and bool(again.ok)
     # other shapes: a placeholder of their own
     shapes = [
