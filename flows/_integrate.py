@@ -70,10 +70,12 @@ def _at_start(field, save, y0):
     return field(jnp.asarray(0.0), y0, None), save(jnp.asarray(0.0), y0, None)
 
 
-def _start_failure(field, save, y0, is_flow) -> str | None:
+def _start_failure(field, save, y0, is_flow, t_start: float) -> str | None:
     """Why the solve cannot start, if it cannot: the recorded flow values (the loss) or the
-    gradient are already non-finite at y0; None if both are finite there. Evaluated only
-    after a failure in the first segment."""
+    gradient are already non-finite at y0; None if both are finite there, or if the failed
+    segment started at `t_start` > 0 (evaluated only after a failure)."""
+    if t_start != 0:
+        return None
     gradient, saved = _at_start(field, save, y0)
     big = _largest(y0)  # 0 where the state is a displacement (the lazy pair): then unsaid
     where = "at the start, t=0" + (f" (largest |θᵢ| = {big:.3g})" if big > 0 else "")
@@ -381,11 +383,8 @@ def integrate(
                     n_saved = len(here) if bool(ok) else int(np.sum(np.isfinite(save_ts)))
                     leaves = [np.asarray(x)[:n_saved] for x in jax.tree.leaves(saved)]
                     if not _tree_all_finite([x for x, f in zip(leaves, is_flow) if f]):
-                        at_start = (
-                            _start_failure(field, save, y0, is_flow) if t_start == 0 else None
-                        )
                         raise FloatingPointError(
-                            at_start
+                            _start_failure(field, save, y0, is_flow, t_start)
                             or f"the trajectory became non-finite between t={t_start:.6g} "
                             f"and t={t_end:.6g}"
                         )
@@ -400,8 +399,8 @@ def integrate(
                         t_now = float(np.nanmax(finite))
                         # A capped first call that accepted no step may be a field that is
                         # non-finite at y0 ("auto"'s test would then meet NaN products).
-                        if t_start == 0 and int(st["num_accepted_steps"]) == 0:
-                            if at_start := _start_failure(field, save, y0, is_flow):
+                        if int(st["num_accepted_steps"]) == 0:
+                            if at_start := _start_failure(field, save, y0, is_flow, t_start):
                                 raise FloatingPointError(at_start)
                     # "auto" caps each call at `stiff_steps` steps, so a step size that shrinks
                     # inside a segment still meets a test; any call is capped by wall time.
@@ -410,7 +409,7 @@ def integrate(
                         and bool(hit)
                         and stats.num_steps < max_steps
                     ):
-                        if t_start == 0 and (at_start := _start_failure(field, save, y0, is_flow)):
+                        if at_start := _start_failure(field, save, y0, is_flow, t_start):
                             raise FloatingPointError(at_start)
                         _raise_failure(
                             field, phase, settings, stats, y, t_now, horizon, norm0, h_last,

@@ -13,6 +13,7 @@ import numpy as np
 from ._cacheable import errors_as_nan
 from ._clip_floor import one_step_clip_floor
 from ._controller import step_memory_pid
+from ._structure import ByStructure
 
 
 def save_state(t, y, args):
@@ -136,27 +137,18 @@ def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
     shapes and dtypes and other leaves of the arguments (as `filter_jit` keys its traces):
     tracing costs ~1 ms, once per Filippov piece solved on the host otherwise."""
     inputs = (field, y0, t0, t1, solver, rtol, atol, dtmin, args)
-    leaves, treedef = jax.tree.flatten(inputs)
-    key = (treedef, *((x.shape, x.dtype) if eqx.is_array(x) else (type(x), x) for x in leaves))
-    try:
-        return _PLACEHOLDERS[key]
-    except TypeError:  # an unhashable static leaf: traced each time
-        key = None
-    except KeyError:
-        pass
-    nan = np.asarray(np.nan, np.float64)  # as `solve_span` passes `dt0`
-    shapes = eqx.filter_eval_shape(_start, *inputs[:8], nan, args)
-    zeros = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
-    for leaf in jax.tree.leaves(zeros):
-        leaf.flags.writeable = False  # one placeholder serves every call
-    if key is not None:
-        if len(_PLACEHOLDERS) >= 64:  # many problems in one process: start again
-            _PLACEHOLDERS.clear()
-        _PLACEHOLDERS[key] = zeros
+    zeros = _PLACEHOLDERS.get(inputs)
+    if zeros is None:
+        nan = np.asarray(np.nan, np.float64)  # as `solve_span` passes `dt0`
+        shapes = eqx.filter_eval_shape(_start, *inputs[:8], nan, args)
+        zeros = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
+        for leaf in jax.tree.leaves(zeros):
+            leaf.flags.writeable = False  # one placeholder serves every call
+        _PLACEHOLDERS.put(inputs, zeros)
     return zeros
 
 
-_PLACEHOLDERS: dict = {}  # key of _placeholder's inputs -> its zeros, 64 at most
+_PLACEHOLDERS = ByStructure()  # _placeholder's zeros by the structure of its inputs
 
 
 def _before(save, t1, shapes):

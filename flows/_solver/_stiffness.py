@@ -34,6 +34,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from ._solvers import EVALS_PER_STEP
+from ._structure import ByStructure
 
 #: Stability boundaries on the negative real axis, |R(−b)| = 1 (Hairer & Wanner II, §IV.2).
 STABILITY_BOUNDARY = {"tsit5": 3.5, "dopri5": 3.3, "dopri8": 6.0}
@@ -99,22 +100,8 @@ def _hvp(static, arrays, t, v):
 _hvp_filtered = eqx.filter_jit(_product)  # for a field with a leaf that cannot be hashed
 
 
-#: The `_hvp` programs compiled in this process, by `_program_key` (at most `_KEPT`, the
-#: oldest dropped first): `StiffnessMonitor.compiled`.
-_COMPILED: dict = {}
-_KEPT = 64
-
-
-def _program_key(field, y):
-    """What `_hvp`'s compilation depends on for (field, y): the static part (`_Static`), the
-    arrays' structure, shapes and dtypes; None for a field with a leaf that cannot be hashed."""
-    arrays, static = eqx.partition((field, y), eqx.is_array)
-    try:
-        static = _Static(static)
-    except TypeError:
-        return None
-    leaves, treedef = jax.tree.flatten(arrays)
-    return static, treedef, tuple((x.shape, str(x.dtype)) for x in leaves)
+#: The (field, y) structures whose `_hvp` program this process compiled (`compiled`).
+_COMPILED = ByStructure()
 
 
 def _matvec(field, t, y):
@@ -258,8 +245,7 @@ class StiffnessMonitor:
 
     def compiled(self, field, y) -> bool:
         """Whether `compile` already ran for this (field, y) structure in this process."""
-        key = _program_key(field, y)
-        return key is not None and key in _COMPILED
+        return _COMPILED.get((field, y)) is not None
 
     def compile(self, field, t: float, y) -> None:
         """One Hessian-vector product at (t, y), its value discarded and not counted: it
@@ -267,11 +253,7 @@ class StiffnessMonitor:
         caller can overlap that with compiling the solve (on a second thread)."""
         p = sum(int(np.size(leaf)) for leaf in jax.tree.leaves(y))
         jax.block_until_ready(_matvec(field, t, y)(np.zeros(p)))
-        key = _program_key(field, y)
-        if key is not None:
-            _COMPILED[key] = True
-            while len(_COMPILED) > _KEPT:
-                _COMPILED.pop(next(iter(_COMPILED)), None)  # safe if two solves race
+        _COMPILED.put((field, y), True)
 
     def record(self, phase: str, seconds: float, steps: int, grads: int, hvps: int) -> None:
         """Add a segment of `steps` steps of `phase` that took `seconds` (`grads` gradients
