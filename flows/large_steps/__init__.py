@@ -16,6 +16,8 @@ from ._central import central_flow as central_flow
 from ._complementarity import ComplementarityError as ComplementarityError
 from ._cosine import update_cosine as update_cosine
 from ._modified import modified_flow as modified_flow
+from ._sharpness import Sharpness as Sharpness
+from ._sharpness import SharpnessAlong as SharpnessAlong
 from ._sharpness import sharpness as sharpness
 from ._sharpness import sharpness_along as sharpness_along
 
@@ -31,6 +33,8 @@ __all__ = [
     "EdgeLimitReached",
     "update_cosine",
     "modified_flow",
+    "Sharpness",
+    "SharpnessAlong",
     "sharpness",
     "sharpness_along",
 ]
