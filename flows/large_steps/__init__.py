@@ -15,6 +15,7 @@ from ._central import EdgeLimitReached as EdgeLimitReached
 from ._central import central_flow as central_flow
 from ._complementarity import ComplementarityError as ComplementarityError
 from ._cosine import update_cosine as update_cosine
+from ._edge_warning import EdgeOfStabilityWarning as EdgeOfStabilityWarning
 from ._modified import modified_flow as modified_flow
 from ._sharpness import Sharpness as Sharpness
 from ._sharpness import SharpnessAlong as SharpnessAlong
@@ -31,6 +32,7 @@ __all__ = [
     "central_flow",
     "ComplementarityError",
     "EdgeLimitReached",
+    "EdgeOfStabilityWarning",
     "update_cosine",
     "modified_flow",
     "Sharpness",
