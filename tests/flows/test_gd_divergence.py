@@ -24,7 +24,8 @@ def test_a_loss_grown_1e10_times_warns_once_naming_eta_and_the_step():
         traj = flows.gradient_descent(
             quadratic, jnp.array([W0]), 30.0, eta=ETA, ts=ETA * np.arange(21.0)
         )
-    assert len(caught) == 1
+    caught = [w for w in caught if issubclass(w.category, flows.DivergenceWarning)]
+    assert len(caught) == 1  # besides, S = 2 > 2/η = 1.33: one EdgeOfStabilityWarning
     message = str(caught[0].message)
     assert "grew 1.72e+10 times" in message and "by step 17 (t=25.5)" in message
     assert "eta=1.5" in message
