@@ -198,3 +198,19 @@ def test_compare_reports_each_part_with_its_time():
     # the central flow reports the time reached after each save (t = 0, 0.2, …, 2)
     assert len(central) > 5 and central[-1] == pytest.approx((2.0, 2.0))
     assert np.all(np.diff([t for t, _ in central]) >= 0)
+
+
+def test_gd_diverging_at_once_still_gets_the_requested_flows_and_a_figure_that_says_why():
+    # `gradflows run eos --etas 50 --t1 500` exited 0 with empty panels: GD diverged at
+    # step 1, t_end was 0 and the requested gradient flow was not run or drawn
+    from experiments.eos._plots import eta_figure
+
+    record, arrays = compare(quadratic, W0, eta=50.0, t1=500.0, flows_compared=("gradient",))
+    assert record["diverged"]["step"] == 1 and len(arrays["t_gd"]) == 1
+    np.testing.assert_array_equal(arrays["t_flow"], 50.0 * np.arange(11))
+    flow = arrays["loss_gradient_flow"]
+    assert len(flow) == 11 and flow[0] == pytest.approx(float(quadratic(W0)), rel=1e-15)
+    assert flow[-1] < 1e-12 and record["gradient_flow"]["t_final"] == 500.0
+    assert all(np.all(np.isfinite(a)) for a in arrays.values())
+    texts = [t.get_text() for ax in eta_figure(record, arrays).axes for t in ax.texts]
+    assert any("GD stops at step 1 (t = 50): diverged" in t for t in texts), texts
