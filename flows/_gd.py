@@ -135,6 +135,8 @@ def gradient_descent(
       η > t1, `ts` unsorted or outside [0, t1], non-finite or non-float64 `params0`, a
       setting out of range.
     - `TypeError` naming `loss` when it does not return one float scalar.
+    - `flows.large_steps.EdgeOfStabilityWarning` (once) naming η, S(0) and ηS(0) where
+      S(0) > 2/η at `params0` (S by 20 Lanczos products, a lower bound).
     - `MaxStepsReached` before any work when K > `max_steps`.
     - `FloatingPointError` naming η and the step when the iterates or the loss become
       non-finite (η above the stability limit 2/λ_max of the Hessian); its attribute
@@ -175,6 +177,13 @@ def gradient_descent(
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
+    from .large_steps._edge_warning import warn_above_edge  # (large_steps imports flows)
+
+    warn_above_edge(
+        "gradient_descent", loss, params0, eta, 2.0, "S(0)",
+        "GD is unstable along the top eigenvector from its first step (it catapults or "
+        "diverges), and no flow is its limit there",
+    )  # fmt: skip
     field = _GradientField(loss, static)
     recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
 

@@ -112,7 +112,8 @@ def compare(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         report(0.0, float(traj.ts[-1]), "sharpness")
-        S, products = sharpness_along(loss, sub, k, tol=LANCZOS_TOL, max_iters=LANCZOS_MAX_ITERS)
+        along = sharpness_along(loss, sub, k, tol=LANCZOS_TOL, max_iters=LANCZOS_MAX_ITERS)
+    S, products = along.values, along.products
     t = traj.ts[idx]
     arrays = {
         "t_gd": traj.ts,
