@@ -6,6 +6,8 @@ with the text NAME of `TABLES`, read at build time: the tables from the JSON fil
 `benchmarks/`, and `readme`, the README as the docs' home page (links made relative to docs/).
 """
 
+import importlib.util
+import io
 import json
 import os
 import re
@@ -50,6 +52,85 @@ def _goal(row) -> str:
         return "—"
     met = {True: " (yes)", False: " (**no**)", None: ""}[row.get("goal_met")]
     return f"{row['goal']}{met}"
+
+
+def _headline():
+    """benchmarks/_headline.py, loaded by path: mkdocs loads this hook outside any package."""
+    spec = importlib.util.spec_from_file_location("_headline", os.path.join(HERE, "_headline.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _times(x) -> str:
+    return f"{x:,.0f}×" if x >= 100 else f"{x:.3g}×"
+
+
+def headline_table() -> str:
+    """The short table under the headline figure: alternative, what is compared, the ratio
+    (alternative ÷ gradflows, > 1 faster), the goal and whether it is met, p."""
+    body = []
+    for c in _headline().claims():
+        met = {True: "yes", False: "**no**", None: ""}[c["met"]]
+        goal = "—" if c["goal"] is None else f"≥ {_times(c['goal'])} {met}"
+        ratio = ("≥ " if c["lower_bound"] else "") + _times(c["ratio"])
+        body.append((c["alternative"], c["unit"], ratio, goal, _params(c["params"])))
+    return _table(("alternative", "compared", "gradflows faster by", "goal", "p"), body)
+
+
+def headline_commands() -> str:
+    """The commands that reproduce the headline, one per line."""
+    commands = dict.fromkeys(c["command"] for c in _headline().claims())
+    return "```bash\n" + "\n".join(commands) + "\n```"
+
+
+def headline_figure() -> bytes:
+    """The headline figure as PNG bytes: one bar per alternative, the ratio on a log axis,
+    the goal marked, bars coloured by whether the goal is met."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    claims = _headline().claims()[::-1]
+    colour = {True: "tab:green", False: "tab:red", None: "tab:blue"}
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.4), layout="constrained")
+    y = range(len(claims))
+    ax.barh(y, [c["ratio"] for c in claims], color=[colour[c["met"]] for c in claims], height=0.6)
+    for i, c in enumerate(claims):
+        if c["goal"] is not None:
+            ax.plot([c["goal"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2.5)
+        text = ("≥ " if c["lower_bound"] else "") + _times(c["ratio"])
+        ax.text(max(c["ratio"], c["goal"] or 0) * 1.12, i, text, va="center", fontsize=9)
+    p = [f" (p = {_params(c['params'])})" if c["params"] else "" for c in claims]
+    ax.set_yticks(list(y), [f"{c['alternative']}{q}\n{c['unit']}" for c, q in zip(claims, p)])
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xlim(0.3, 3e5)
+    ax.set_xlabel(
+        "alternative ÷ gradflows (time, or gradient evaluations where said); > 1: gradflows faster"
+    )
+    ax.plot([], [], color="black", lw=2.5, label="goal")
+    for met, name in ((True, "goal met"), (False, "goal missed"), (None, "no goal set")):
+        ax.barh([0], [0], color=colour[met], label=name)
+    ax.legend(loc="lower right", fontsize=8)
+    goals = [c for c in claims if c["met"] is not None]
+    faster = sum(c["ratio"] > 1 for c in claims)
+    ax.set_title(
+        f"gradflows is faster than {faster} of {len(claims)} alternatives on the same problem; "
+        f"{sum(c['met'] for c in goals)} of {len(goals)} goals met\n(benchmarks/results.json and "
+        "central_euler.json; float64; both sides of a ratio timed in one process)",
+        fontsize=10,
+    )
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+#: Figures the docs build makes (`on_files`): path under docs/ → function returning PNG bytes.
+FIGURES = {"generated/performance.png": headline_figure}
 
 
 def benchmark_rows() -> str:
@@ -152,12 +233,23 @@ def readme() -> str:
 
 
 TABLES = {
+    "headline_table": headline_table,
+    "headline_commands": headline_commands,
     "benchmark_rows": benchmark_rows,
     "benchmark_run": benchmark_run,
     "filippov_rows": filippov_rows,
     "sweep_run": sweep_run,
     "readme": readme,
 }
+
+
+def on_files(files, config):
+    """mkdocs hook: add the generated figures (`FIGURES`) to the site, made at build time."""
+    from mkdocs.structure.files import File
+
+    for path, make in FIGURES.items():
+        files.append(File.generated(config, path, content=make()))
+    return files
 
 
 def on_page_markdown(markdown, page=None, config=None, files=None):
