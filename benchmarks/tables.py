@@ -140,7 +140,7 @@ def benchmark_rows() -> str:
     cases = {}
     for r in sorted(data["rows"], key=lambda r: (int(r["title"].split(".")[0]), r["params"] or 0)):
         cases.setdefault(r["title"], []).append(r)
-    header = ("p", "measured", "value", "goal (met)", "gradflows", "other side", "note", "on")
+    header = ("p", "measured", "value", "goal (met)", "gradflows", "other side", "note, date")
     parts = []
     for title, rows in cases.items():
         commands = list(dict.fromkeys(r["command"] for r in rows))
@@ -152,8 +152,8 @@ def benchmark_rows() -> str:
                 _goal(r),
                 r.get("ours"),
                 r.get("theirs"),
-                r.get("note"),
-                r["measured_at"][:10] + (" (quick)" if r.get("quick") else ""),
+                "; ".join(filter(None, (r.get("note"), r["measured_at"][:10])))
+                + (" (quick)" if r.get("quick") else ""),
             )
             for r in rows
         ]
