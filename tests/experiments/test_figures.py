@@ -367,3 +367,17 @@ def test_lazy_gap_figures_of_gaps_zero_at_round_off_draw_without_a_reference_lin
     for fig in (lazy_plots.draw_gaps(res), lazy_plots.draw_heldout(res)):
         (ax,) = fig.axes
         assert not [line for line in ax.get_lines() if line.get_gid() == P.REFERENCE]
+
+
+def test_loss_png_draws_the_loss_once_where_every_alpha_has_the_same_and_gives_the_gap_room():
+    # issue 40: the left panel carried one curve's information (all α on top of each other)
+    res, arr = _lazy_run("doubled")  # synthetic: |R − R̄|/R̄ = ½α⁻²(1 − e^{−t}) ≤ 0.5
+    left, right = lazy_plots.draw_loss(res, arr).axes
+    solid = [line for line in left.get_lines() if line.get_linestyle() == "-"]
+    assert len(solid) == 1 and "every α" in solid[0].get_label()
+    rate = [line for line in left.get_lines() if line.get_gid() == P.REFERENCE]
+    assert len(rate) == 1 and "λ_min" in rate[0].get_label()
+    assert right.get_position().width > 1.4 * left.get_position().width
+    arr = dict(arr, loss=arr["loss_linearized"] + 3 * (arr["loss"] - arr["loss_linearized"]))
+    left, right = lazy_plots.draw_loss(res, arr).axes  # α = 1 now 1.5 from R̄: drawn apart
+    assert len([line for line in left.get_lines() if line.get_linestyle() == "-"]) == 4
