@@ -57,7 +57,8 @@ def compare(
 
     **Returns:** `(record, arrays)`. `arrays`: `t_gd` (K+1,), `loss_gd` (K+1,) at every step;
     `t` (T,) the sharpness/flow save times (every `every` steps); `sharpness_gd` (T, k);
-    `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; per flow `loss_<flow>`,
+    `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; `distance_gd_from_init` (T,) =
+    ‖w_GD(t) − w_0‖ at the save times `t`; per flow `loss_<flow>`,
     `distance_<flow>` = ‖w_GD(t) − w_flow(t)‖ (T,); the central flow's `sharpness_central`
     and `predicted_loss` (T,). A flow that failed has no arrays and its reason in
     `record["failed"]`. `record` holds the numbers of results.json (no NaN).
@@ -135,6 +136,7 @@ def compare(
     }
     record.update(_edge_summary(t, S[:, 0], eta))
     w_gd = _flat(sub.params)
+    arrays["distance_gd_from_init"] = np.linalg.norm(w_gd - w_gd[0], axis=1)  # the scale
     t_end = float(t[-1])
     chosen = [f"{f}_flow" for f in flows_compared]
     for name in [f for f in FLOWS if f in chosen] if t_end > 0 else ():

@@ -32,8 +32,8 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
         with np.load(os.path.join(folder, run["file"])) as npz:
             arrays = {name: npz[name] for name in npz.files}
         path = os.path.join(folder, f"eta-{run['eta']:g}.{fmt}")
-        paths.append(save_figure(eta_figure(run, arrays), path))
-        cosines.append((run["eta"], arrays["t_gd"][1:], arrays["update_cosine"]))
+        paths.append(save_figure(eta_figure(run, arrays, res.get("config")), path))
+        cosines.append((run["eta"], arrays["t_gd"][1:], arrays["update_cosine"], run.get("t_edge")))
     if cosines:
         path = os.path.join(folder, f"update_cosine.{fmt}")
         paths.append(save_figure(cosine_figure(cosines), path))
@@ -47,25 +47,38 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
     return paths
 
 
-def eta_figure(run: dict, a: dict):
-    """Three panels for one η: GD's sharpness against 2/η, the training losses, ‖GD − flow‖."""
+def problem_line(config: dict | None) -> str:
+    """The model, data and loss of a run, from its config.json (empty without one)."""
+    if not config:
+        return ""
+    loss = {"mse": "mean squared error"}.get(config.get("loss"), config.get("loss"))
+    return f"{config.get('model')}; {config.get('data')}; loss: {loss}"
+
+
+def eta_figure(run: dict, a: dict, config: dict | None = None):
+    """Three panels for one η: GD's sharpness against 2/η, the training losses, ‖GD − flow‖
+    beside ‖w_GD − w0‖ (how far GD moved at all). `config`: the run's config.json, whose model,
+    data and loss the title names. A flow that stopped early says why where it ends."""
     eta = run["eta"]
-    fig = new_figure(13.0, 4.2)
+    fig = new_figure(13.0, 4.8)
     ax_s, ax_l, ax_d = fig.subplots(1, 3)
     t, S = a["t"], a["sharpness_gd"]
     for j in range(S.shape[1] - 1, 0, -1):
         ax_s.plot(t, S[:, j], color="0.6", lw=0.8, label=f"GD: λ_{j + 1}" if j < 3 else None)
-    ax_s.plot(t, S[:, 0], color="k", lw=1.0, label="GD: S = λ_max(∇²L)")
+    ax_s.plot(t, S[:, 0], color="k", lw=1.0,
+              label="GD (black): sharpness S = λ_max(∇²L) left, loss at every step middle")  # fmt: skip
     if "sharpness_central" in a:
         S_c = a["sharpness_central"]
-        ax_s.plot(t[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--", label="central flow: S")
+        ax_s.plot(t[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--")  # labelled with its loss
     bound_line(ax_s, t[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}", color="tab:orange")
     ax_s.set(xlabel=TIME, ylabel="sharpness S (loss units per parameter²)",
              title=f"sharpness of GD, η = {eta:g}")  # fmt: skip
-    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, label="GD (every step)")
+    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7)  # labelled with its sharpness
     for name, (label, colour, ls) in FLOW_STYLE.items():
         if f"loss_{name}" in a:
             y = a[f"loss_{name}"]
+            if name == "central_flow" and "sharpness_central" in a:
+                label += " (its S left)"
             ax_l.plot(t[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
     if "predicted_loss" in a:
         p = a["predicted_loss"]
@@ -78,9 +91,22 @@ def eta_figure(run: dict, a: dict):
             d = a[f"distance_{name}"]
             keep = d > 0
             ax_d.plot(t[: len(d)][keep], d[keep], color=colour, ls=ls, lw=1.4)
+    if "distance_gd_from_init" in a:  # the scale: how far GD itself moved
+        moved = a["distance_gd_from_init"]
+        keep = moved > 0
+        bound_line(ax_d, t[: len(moved)][keep], moved[keep], color="0.3", ls="-.",
+                   label="‖w_GD(t) − w0‖: how far GD moved (the scale of the distances)")  # fmt: skip
     ax_d.set_yscale("log")
     ax_d.set(xlabel=TIME, ylabel="‖w_GD(t) − w_flow(t)‖ (parameter units)",
              title="distance of GD from each flow")  # fmt: skip
+    for name, (label, colour, _) in FLOW_STYLE.items():
+        stopped = (run.get(name) or {}).get("stopped")
+        if stopped and f"distance_{name}" in a:  # where the curve ends, say why
+            d = a[f"distance_{name}"]
+            why = stopped["reason"].split(";")[0].split(" at t=")[0]
+            ax_d.annotate(f"{label} stops at t = {stopped['t']:.3g}:\n{why}",
+                          (t[len(d) - 1], d[-1]), xytext=(-40, -60), textcoords="offset points",
+                          fontsize=7, color=colour, arrowprops=dict(arrowstyle="->", color=colour))  # fmt: skip
     if run.get("t_edge") is not None:
         for ax in (ax_s, ax_l, ax_d):
             label = f"GD's S first at 2/η (t = {run['t_edge']:.3g})" if ax is ax_s else None
@@ -93,21 +119,41 @@ def eta_figure(run: dict, a: dict):
         h, lab = ax.get_legend_handles_labels()
         handles += h
         labels += lab
-    figure_legend(fig, handles, labels, ncol=4)
+    h, lab = ax_d.get_legend_handles_labels()
+    handles, labels = handles + h, labels + lab
+    figure_legend(fig, handles, labels, ncol=3)
+    hover = (run.get("hover") or {}).get("median")
+    claim = (
+        f"GD at η = {eta:g} passes 2/η at t = {run['t_edge']:.3g} and hovers there "
+        f"(median S/(2/η) = {hover:.3g} after)"
+        if run.get("t_edge") is not None and hover is not None
+        else f"GD at η = {eta:g}: sharpness S against the edge 2/η = {2 / eta:.4g}"
+    )
+    fig.suptitle(claim + ("\n" + problem_line(config) if config else ""), fontsize=9)
     return fig
 
 
 def cosine_figure(cosines):
-    """cos(Δw_t, w_t − w_0) along GD, one line per η."""
-    fig = new_figure(7.0, 4.2)
+    """cos(Δw_t, w_t − w_0) along GD, one line per η (tuples (η, t, cos) or (η, t, cos,
+    t_edge)), each η's edge time (S first at 2/η) marked in its colour."""
+    fig = new_figure(7.5, 4.6)
     ax = fig.subplots()
     colours = shades("viridis", len(cosines))
-    for (eta, t, cos), colour in zip(cosines, colours):
+    for entry, colour in zip(cosines, colours):
+        eta, t, cos = entry[:3]
+        t_edge = entry[3] if len(entry) > 3 else None
         ax.plot(t, cos, color=colour, lw=0.8, label=f"η = {eta:g}")
+        if t_edge is not None:
+            ax.axvline(t_edge, color=colour, lw=1.0, ls=":",
+                       label=f"η = {eta:g}: S first at 2/η, t = {t_edge:.3g}")  # fmt: skip
     ax.axhline(0.0, color="0.7", lw=0.8, zorder=0)
-    ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)",
-           title="update against cumulative update, along GD")  # fmt: skip
-    figure_legend(fig, ncol=len(cosines))
+    ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)")
+    ax.set_title(
+        "Past the edge of stability (dotted) GD's steps turn across its path:\n"
+        "the cosine of each update with the distance travelled drops towards 0 and oscillates",
+        fontsize=9,
+    )
+    figure_legend(fig, ncol=min(4, 2 * len(cosines)))
     return fig
 
 
