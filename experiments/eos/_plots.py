@@ -65,8 +65,13 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
     t, S = a["t"], a["sharpness_gd"]
     for j in range(S.shape[1] - 1, 0, -1):
         ax_s.plot(t, S[:, j], color="0.6", lw=0.8, label=f"GD: λ_{j + 1}" if j < 3 else None)
-    ax_s.plot(t, S[:, 0], color="k", lw=1.0,
-              label="GD (black): sharpness S = λ_max(∇²L) left, loss at every step middle")  # fmt: skip
+    ax_s.plot(
+        t,
+        S[:, 0],
+        color="k",
+        lw=1.0,
+        label="GD (black): sharpness S = λ_max(∇²L) left, loss at every step middle",
+    )
     if "sharpness_central" in a:
         S_c = a["sharpness_central"]
         ax_s.plot(t[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--")  # labelled with its loss
@@ -94,8 +99,14 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
     if "distance_gd_from_init" in a:  # the scale: how far GD itself moved
         moved = a["distance_gd_from_init"]
         keep = moved > 0
-        bound_line(ax_d, t[: len(moved)][keep], moved[keep], color="0.3", ls="-.",
-                   label="‖w_GD(t) − w0‖: how far GD moved (the scale of the distances)")  # fmt: skip
+        bound_line(
+            ax_d,
+            t[: len(moved)][keep],
+            moved[keep],
+            color="0.3",
+            ls="-.",
+            label="‖w_GD(t) − w0‖: how far GD moved (the scale of the distances)",
+        )
     ax_d.set_yscale("log")
     ax_d.set(xlabel=TIME, ylabel="‖w_GD(t) − w_flow(t)‖ (parameter units)",
              title="distance of GD from each flow")  # fmt: skip
@@ -104,9 +115,15 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
         if stopped and f"distance_{name}" in a:  # where the curve ends, say why
             d = a[f"distance_{name}"]
             why = stopped["reason"].split(";")[0].split(" at t=")[0]
-            ax_d.annotate(f"{label} stops at t = {stopped['t']:.3g}:\n{why}",
-                          (t[len(d) - 1], d[-1]), xytext=(-40, -60), textcoords="offset points",
-                          fontsize=7, color=colour, arrowprops=dict(arrowstyle="->", color=colour))  # fmt: skip
+            ax_d.annotate(
+                f"{label} stops at t = {stopped['t']:.3g}:\n{why}",
+                (t[len(d) - 1], d[-1]),
+                xytext=(-40, -60),
+                textcoords="offset points",
+                fontsize=7,
+                color=colour,
+                arrowprops=dict(arrowstyle="->", color=colour),
+            )
     if run.get("t_edge") is not None:
         for ax in (ax_s, ax_l, ax_d):
             label = f"GD's S first at 2/η (t = {run['t_edge']:.3g})" if ax is ax_s else None
