@@ -1,6 +1,8 @@
 """Markdown tables of the benchmarks' result files, for the docs (never copied by hand).
 
-As a script, `python benchmarks/tables.py` prints every table. As a mkdocs hook (`hooks:` in
+As a script, `python benchmarks/tables.py` prints every table, and `python
+benchmarks/tables.py take eos|balance RUN_FOLDER [ETA]` copies the small results that the
+experiment pages' figures are drawn from into docs/figures/. As a mkdocs hook (`hooks:` in
 mkdocs.yml), `on_page_markdown` replaces each line `<!-- generated: NAME -->` of a docs page
 with the text NAME of `TABLES`, read at build time: the tables from the JSON files in
 `benchmarks/`, and `readme`, the README as the docs' home page (links made relative to docs/).
@@ -123,14 +125,79 @@ def headline_figure() -> bytes:
         "central_euler.json; float64; both sides of a ratio timed in one process)",
         fontsize=10,
     )
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+#: The committed small results of the experiment pages' main figures: per experiment, the
+#: results.json keys and the run-folder files its figure reads (`take` copies them from a run).
+RUN_FIGURES = os.path.join(HERE, os.pardir, "docs", "figures")
+
+
+def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
     return buf.getvalue()
 
 
+def _run_results(name: str) -> tuple[str, dict]:
+    folder = os.path.join(RUN_FIGURES, name)
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
+        return folder, json.load(f)
+
+
+def eos_figure() -> bytes:
+    """docs/eos.md's figure: `experiments.eos` `eta_figure` of the committed η's run."""
+    import numpy as np
+
+    from experiments.eos._plots import eta_figure
+
+    folder, res = _run_results("eos")
+    (run,) = res["runs"]
+    with np.load(os.path.join(folder, run["file"])) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return _png(eta_figure(run, arrays, res["config"]))
+
+
+def balance_figure() -> bytes:
+    """docs/balance.md's figure: `experiments.balance` `drift_figure` of the committed runs."""
+    from experiments.balance._plots import drift_figure
+
+    folder, res = _run_results("balance")
+    return _png(drift_figure(folder, res))
+
+
+def take(experiment: str, run_folder: str, eta: float | None = None) -> None:
+    """Copy into docs/figures/EXPERIMENT/ what the page's figure reads from a finished run
+    folder: results.json cut to those entries, and their .npz parts (a few to 100 KB each)."""
+    import shutil
+
+    with open(os.path.join(run_folder, "results.json"), encoding="utf-8") as f:
+        res = json.load(f)
+    if experiment == "eos":
+        runs = [r for r in res["runs"] if eta is None or r["eta"] == eta][:1]
+        cut = {"config": res["config"], "runs": runs}
+    elif experiment == "balance":
+        cut = {k: res[k] for k in ("settings", "data", "versions", "logistic", "gd")}
+        runs = cut["logistic"]["runs"] + cut["gd"]["runs"]
+    else:
+        raise ValueError(f"no page figure for {experiment!r}: eos or balance")
+    out = os.path.join(RUN_FIGURES, experiment)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for r in runs:
+        shutil.copy(os.path.join(run_folder, r["file"]), out)
+    with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(cut, f, indent=1)
+
+
 #: Figures the docs build makes (`on_files`): path under docs/ → function returning PNG bytes.
-FIGURES = {"generated/performance.png": headline_figure}
+FIGURES = {
+    "generated/performance.png": headline_figure,
+    "generated/eos.png": eos_figure,
+    "generated/balance.png": balance_figure,
+}
 
 
 def benchmark_rows() -> str:
@@ -258,5 +325,10 @@ def on_page_markdown(markdown, page=None, config=None, files=None):
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["take"]:  # python benchmarks/tables.py take eos RUN_FOLDER [ETA]
+        take(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else None)
+        sys.exit(0)
     for name, make in TABLES.items():
         print(f"## {name}\n\n{make()}\n")
