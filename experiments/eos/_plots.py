@@ -2,6 +2,7 @@
 
 import json
 import os
+import textwrap
 
 import numpy as np
 
@@ -114,11 +115,11 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
         stopped = (run.get(name) or {}).get("stopped")
         if stopped and f"distance_{name}" in a:  # where the curve ends, say why
             d = a[f"distance_{name}"]
-            why = stopped["reason"].split(";")[0].split(" at t=")[0]
+            why = textwrap.fill(stopped["reason"].split(";")[0].split(" at t=")[0], 34)
             ax_d.annotate(
                 f"{label} stops at t = {stopped['t']:.3g}:\n{why}",
                 (t[len(d) - 1], d[-1]),
-                xytext=(-40, -60),
+                xytext=(-120, 40),
                 textcoords="offset points",
                 fontsize=7,
                 color=colour,
