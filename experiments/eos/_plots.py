@@ -167,11 +167,11 @@ def cosine_figure(cosines):
     ax.axhline(0.0, color="0.7", lw=0.8, zorder=0)
     ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)")
     ax.set_title(
-        "Past the edge of stability (dotted) GD's steps turn across its path:\n"
-        "the cosine of each update with the distance travelled drops towards 0 and oscillates",
+        "After GD reaches the edge of stability (dotted: S first at 2/η) its steps turn across "
+        "its path:\nthe cosine of each update with the distance travelled falls towards 0",
         fontsize=9,
     )
-    figure_legend(fig, ncol=min(4, 2 * len(cosines)))
+    figure_legend(fig, ncol=2)
     return fig
 
 

@@ -92,7 +92,7 @@ def _condition_figure(arrays, config) -> Figure:
         order = sorted(settles, reverse=True)  # largest Δ_φ first: the claim's order
         holds &= all(a[2] <= b[2] for a, b in zip(order, order[1:]))
         ax.set_title(
-            f"{data}: settles at depth "
+            f"{data}: cond(K∞) settles at depth\n"
             + ", ".join(f"{d} ({act}, Δ_φ = {delta:.2g})" for delta, act, d in order),
             fontsize=9,
         )
