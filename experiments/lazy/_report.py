@@ -83,6 +83,7 @@ def full_table(res) -> str:
             lines.append(f"{r['alpha']:>11.3g} failed: {r['reason']}")
         else:
             lines.append(" ".join(f"{_fmt(r.get(k), spec):>11}" for _, k, spec in COLUMNS))
+    lines += _unresolved(res)
     lines.append(f"data: {_data(res)}")
     lines.append(_slopes(fits, th))
     lines.append(
@@ -99,6 +100,13 @@ def full_table(res) -> str:
     return "\n".join(lines)
 
 
+def _unresolved(res) -> list[str]:
+    """One line per finished α whose gaps are below float64's resolution (not measured)."""
+    return [
+        f"not measured: {r['unresolved']['reason']}" for r in res["runs"] if r.get("unresolved")
+    ]
+
+
 def _data(res) -> str:
     return res["config"].get("data_description", res["config"]["data"])
 
@@ -112,6 +120,8 @@ def verdicts(res) -> str:
     for r in res["runs"]:
         if r["failed"]:
             lines.append(f"α = {r['alpha']:.3g} failed: {r['reason']}")
+    lines += _unresolved(res)
+    runs = [r for r in runs if not r.get("unresolved")]  # no gap to judge there
     if not runs:
         lines.append("no α finished: nothing to judge")
         return "\n".join(lines)
