@@ -2,6 +2,7 @@
 
 import json
 import os
+import textwrap
 
 import numpy as np
 
@@ -120,8 +121,9 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
         ax_l.set_title(f"training loss (GD diverged at step {d['step']})")
     notes = stop_notes(run)
     if notes:  # why a curve stops, or is absent: never an empty panel without a word
-        ax_d.text(0.02, 0.98, "\n".join(notes), transform=ax_d.transAxes, va="top",
-                  fontsize=7, wrap=True, color="0.2")  # fmt: skip
+        text = "\n".join(textwrap.fill(n, 44) for n in notes)  # inside the panel
+        ax_d.text(0.98, 0.72, text, transform=ax_d.transAxes, ha="right", va="top",
+                  fontsize=7, color="0.2")  # fmt: skip
     handles, labels = [], []
     for ax in (ax_s, ax_l):
         h, lab = ax.get_legend_handles_labels()
