@@ -322,7 +322,7 @@ def test_lazy_flow_portrait_notes_stay_off_the_paths():
     fig = portrait.figure
     assert P.figure_problems(fig) == []
     assert all(not ax.texts for ax in fig.axes)
-    assert "max_t ‖w − w̄‖" in fig.axes[2].get_title()  # over the first column's bottom panel
+    assert "max_t ‖w_α − w̄_α‖" in fig.axes[0].get_title()  # in the first panel's title
 
 
 def test_homogeneous_figure_shows_relu_under_leaky_relu_and_the_floor_in_view(tmp_path):
