@@ -1,11 +1,15 @@
 """Markdown tables of the benchmarks' result files, for the docs (never copied by hand).
 
-As a script, `python benchmarks/tables.py` prints every table. As a mkdocs hook (`hooks:` in
+As a script, `python benchmarks/tables.py` prints every table, and `python
+benchmarks/tables.py take eos|balance RUN_FOLDER [ETA]` copies the small results that the
+experiment pages' figures are drawn from into docs/figures/. As a mkdocs hook (`hooks:` in
 mkdocs.yml), `on_page_markdown` replaces each line `<!-- generated: NAME -->` of a docs page
 with the text NAME of `TABLES`, read at build time: the tables from the JSON files in
 `benchmarks/`, and `readme`, the README as the docs' home page (links made relative to docs/).
 """
 
+import importlib.util
+import io
 import json
 import os
 import re
@@ -52,6 +56,150 @@ def _goal(row) -> str:
     return f"{row['goal']}{met}"
 
 
+def _headline():
+    """benchmarks/_headline.py, loaded by path: mkdocs loads this hook outside any package."""
+    spec = importlib.util.spec_from_file_location("_headline", os.path.join(HERE, "_headline.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _times(x) -> str:
+    return f"{x:,.0f}×" if x >= 100 else f"{x:.3g}×"
+
+
+def headline_table() -> str:
+    """The short table under the headline figure: alternative, what is compared, the ratio
+    (alternative ÷ gradflows, > 1 faster), the goal and whether it is met, p."""
+    body = []
+    for c in _headline().claims():
+        met = {True: "yes", False: "**no**", None: ""}[c["met"]]
+        goal = "—" if c["goal"] is None else f"≥ {_times(c['goal'])} {met}"
+        ratio = ("≥ " if c["lower_bound"] else "") + _times(c["ratio"])
+        body.append((c["alternative"], c["unit"], ratio, goal, _params(c["params"])))
+    return _table(("alternative", "compared", "gradflows faster by", "goal", "p"), body)
+
+
+def headline_commands() -> str:
+    """The commands that reproduce the headline, one per line."""
+    commands = dict.fromkeys(c["command"] for c in _headline().claims())
+    return "```bash\n" + "\n".join(commands) + "\n```"
+
+
+def headline_figure() -> bytes:
+    """The headline figure as PNG bytes: one bar per alternative, the ratio on a log axis,
+    the goal marked, bars coloured by whether the goal is met."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    claims = _headline().claims()[::-1]
+    colour = {True: "tab:green", False: "tab:red", None: "tab:blue"}
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.4), layout="constrained")
+    y = range(len(claims))
+    ax.barh(y, [c["ratio"] for c in claims], color=[colour[c["met"]] for c in claims], height=0.6)
+    for i, c in enumerate(claims):
+        if c["goal"] is not None:
+            ax.plot([c["goal"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2.5)
+        text = ("≥ " if c["lower_bound"] else "") + _times(c["ratio"])
+        ax.text(max(c["ratio"], c["goal"] or 0) * 1.12, i, text, va="center", fontsize=9)
+    p = [f" (p = {_params(c['params'])})" if c["params"] else "" for c in claims]
+    ax.set_yticks(list(y), [f"{c['alternative']}{q}\n{c['unit']}" for c, q in zip(claims, p)])
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xlim(0.3, 3e5)
+    ax.set_xlabel(
+        "alternative ÷ gradflows (time, or gradient evaluations where said); > 1: gradflows faster"
+    )
+    ax.plot([], [], color="black", lw=2.5, label="goal")
+    for met, name in ((True, "goal met"), (False, "goal missed"), (None, "no goal set")):
+        ax.barh([0], [0], color=colour[met], label=name)
+    ax.legend(loc="lower right", fontsize=8)
+    goals = [c for c in claims if c["met"] is not None]
+    faster = sum(c["ratio"] > 1 for c in claims)
+    ax.set_title(
+        f"gradflows is faster than {faster} of {len(claims)} alternatives on the same problem; "
+        f"{sum(c['met'] for c in goals)} of {len(goals)} goals met\n(benchmarks/results.json and "
+        "central_euler.json; float64; both sides of a ratio timed in one process)",
+        fontsize=10,
+    )
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+#: The committed small results of the experiment pages' main figures: per experiment, the
+#: results.json keys and the run-folder files its figure reads (`take` copies them from a run).
+RUN_FIGURES = os.path.join(HERE, os.pardir, "docs", "figures")
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return buf.getvalue()
+
+
+def _run_results(name: str) -> tuple[str, dict]:
+    folder = os.path.join(RUN_FIGURES, name)
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
+        return folder, json.load(f)
+
+
+def eos_figure() -> bytes:
+    """docs/eos.md's figure: `experiments.eos` `eta_figure` of the committed η's run."""
+    import numpy as np
+
+    from experiments.eos._plots import eta_figure
+
+    folder, res = _run_results("eos")
+    (run,) = res["runs"]
+    with np.load(os.path.join(folder, run["file"])) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return _png(eta_figure(run, arrays, res["config"]))
+
+
+def balance_figure() -> bytes:
+    """docs/balance.md's figure: `experiments.balance` `drift_figure` of the committed runs."""
+    from experiments.balance._plots import drift_figure
+
+    folder, res = _run_results("balance")
+    return _png(drift_figure(folder, res))
+
+
+def take(experiment: str, run_folder: str, eta: float | None = None) -> None:
+    """Copy into docs/figures/EXPERIMENT/ what the page's figure reads from a finished run
+    folder: results.json cut to those entries, and their .npz parts (a few to 100 KB each)."""
+    import shutil
+
+    with open(os.path.join(run_folder, "results.json"), encoding="utf-8") as f:
+        res = json.load(f)
+    if experiment == "eos":
+        runs = [r for r in res["runs"] if eta is None or r["eta"] == eta][:1]
+        cut = {"config": res["config"], "runs": runs}
+    elif experiment == "balance":
+        cut = {k: res[k] for k in ("settings", "data", "versions", "logistic", "gd")}
+        runs = cut["logistic"]["runs"] + cut["gd"]["runs"]
+    else:
+        raise ValueError(f"no page figure for {experiment!r}: eos or balance")
+    out = os.path.join(RUN_FIGURES, experiment)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for r in runs:
+        shutil.copy(os.path.join(run_folder, r["file"]), out)
+    with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(cut, f, indent=1)
+
+
+#: Figures the docs build makes (`on_files`): path under docs/ → function returning PNG bytes.
+FIGURES = {
+    "generated/performance.png": headline_figure,
+    "generated/eos.png": eos_figure,
+    "generated/balance.png": balance_figure,
+}
+
+
 def benchmark_rows() -> str:
     """Every row of `benchmarks/results.json`, one table per case (its title a heading, its
     commands under it): size, value, goal, both sides, note, date."""
@@ -59,7 +207,7 @@ def benchmark_rows() -> str:
     cases = {}
     for r in sorted(data["rows"], key=lambda r: (int(r["title"].split(".")[0]), r["params"] or 0)):
         cases.setdefault(r["title"], []).append(r)
-    header = ("p", "measured", "value", "goal (met)", "gradflows", "other side", "note", "on")
+    header = ("p", "measured", "value", "goal (met)", "gradflows", "other side", "note, date")
     parts = []
     for title, rows in cases.items():
         commands = list(dict.fromkeys(r["command"] for r in rows))
@@ -71,8 +219,8 @@ def benchmark_rows() -> str:
                 _goal(r),
                 r.get("ours"),
                 r.get("theirs"),
-                r.get("note"),
-                r["measured_at"][:10] + (" (quick)" if r.get("quick") else ""),
+                "; ".join(filter(None, (r.get("note"), r["measured_at"][:10])))
+                + (" (quick)" if r.get("quick") else ""),
             )
             for r in rows
         ]
@@ -152,6 +300,8 @@ def readme() -> str:
 
 
 TABLES = {
+    "headline_table": headline_table,
+    "headline_commands": headline_commands,
     "benchmark_rows": benchmark_rows,
     "benchmark_run": benchmark_run,
     "filippov_rows": filippov_rows,
@@ -160,11 +310,25 @@ TABLES = {
 }
 
 
+def on_files(files, config):
+    """mkdocs hook: add the generated figures (`FIGURES`) to the site, made at build time."""
+    from mkdocs.structure.files import File
+
+    for path, make in FIGURES.items():
+        files.append(File.generated(config, path, content=make()))
+    return files
+
+
 def on_page_markdown(markdown, page=None, config=None, files=None):
     """mkdocs hook: put the generated texts in place of their markers."""
     return MARKER.sub(lambda m: TABLES[m.group(1)](), markdown)
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["take"]:  # python benchmarks/tables.py take eos RUN_FOLDER [ETA]
+        take(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else None)
+        sys.exit(0)
     for name, make in TABLES.items():
         print(f"## {name}\n\n{make()}\n")

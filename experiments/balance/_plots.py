@@ -56,7 +56,7 @@ def plot(folder: str) -> list[str]:
         figures["singular_values.png"] = singular_value_figure(main)
         figures["alignment.png"] = alignment_figure(main)
         figures["max_margin.png"] = margin_figure(results, main)
-        figures["loss_times_t.png"] = loss_figure(main)
+        figures["loss_times_t.png"] = loss_figure(main, _depth(results))
     if "squared" in results:
         squared = results["squared"]
         figures["squared.png"] = squared_figure(squared, _load(folder, squared["file"]))
@@ -166,22 +166,55 @@ def alignment_figure(main: dict) -> Figure:
     return fig
 
 
+def _depth(results: dict) -> int | None:
+    """The number of layers N of the run's deep linear net (`settings.dims` = N + 1 sizes)."""
+    dims = (results.get("settings") or {}).get("dims")
+    return len(dims) - 1 if dims else None
+
+
+#: The flow time from which the predicted rates are drawn through the measured curve: past
+#: the transient (the angle has fallen from 1.0 to 0.35 rad on the default run).
+ANCHOR_T = 1e3
+
+
+def _at(ts, values, t):
+    i = int(np.argmin(np.abs(np.log(ts[ts > 0]) - np.log(t))))
+    return float(ts[ts > 0][i]), float(values[ts > 0][i])
+
+
 def margin_figure(results: dict, main: dict) -> Figure:
-    """Angle to the hard-margin SVM direction and the normalised margin against flow time."""
+    """Angle to the hard-margin SVM direction and the normalised margin against flow time;
+    on the angle, the predicted rates O(1/log t) and O(log log t/log t) drawn through the
+    measured angle at `ANCHOR_T`, each with the angle it predicts at the last save time."""
     ts = main["ts"]
     gamma = results["data"]["max_margin"]["margin"]
-    fig = P.new_figure(11, 4.6)
+    fig = P.new_figure(11, 4.9)
     ax1, ax2 = fig.subplots(1, 2)
     keep = ts > 0
     ax1.plot(
         ts[keep], main["angle"][keep], color="C0", label="angle of W_L⋯W_1 to the SVM direction"
     )
+    title = "Angle to the max-margin direction\n(→ 0 at rate O(1/log t): Ji & Telgarsky 2019)"
+    t_end, end = float(ts[-1]), float(main["angle"][-1])
+    if t_end > 10 * ANCHOR_T:
+        t0, a0 = _at(ts, main["angle"], ANCHOR_T)
+        grid = np.geomspace(t0, t_end, 60)
+        rates = (
+            ("O(1/log t)", lambda t: 1 / np.log(t), "tab:orange"),
+            ("O(log log t / log t) (Soudry et al. 2018)", lambda t: np.log(np.log(t)) / np.log(t),
+             "tab:red"),
+        )  # fmt: skip
+        for name, shape, colour in rates:
+            c = a0 / shape(t0)
+            P.bound_line(ax1, grid, c * shape(grid), color=colour, ls="--",
+                         label=f"{name} through t = {t0:.3g}: {c * shape(t_end):.2f} rad at "
+                         f"t = {t_end:.3g}")  # fmt: skip
+        title += (
+            f"\nmeasured {end:.2f} rad at t = {t_end:.3g}: slow by design,"
+            "\nthe angle halves only as log t doubles"
+        )
     ax1.set_ylim(0, None)
-    _finish(
-        ax1,
-        "Angle to the max-margin direction\n(→ 0 at rate O(1/log t): Ji & Telgarsky 2019)",
-        "angle (radians)",
-    )
+    _finish(ax1, title, "angle (radians)")
     ax2.plot(ts[keep], main["margin"][keep], color="C0", label="normalised margin of W_L⋯W_1")
     P.bound_line(
         ax2,
@@ -196,18 +229,35 @@ def margin_figure(results: dict, main: dict) -> Figure:
     return fig
 
 
-def loss_figure(main: dict) -> Figure:
-    """Logistic loss times t against flow time (flat if the loss falls like 1/t)."""
-    fig = P.new_figure(6.5, 4.2)
+def loss_figure(main: dict, depth: int | None = None) -> Figure:
+    """Logistic loss times t against flow time (flat if the loss falls like 1/t), with the
+    logarithm a depth-N linear net predicts: L·t ∝ (log t)^(−2(N−1)/N), drawn through the
+    measured L·t at `ANCHOR_T` (N = `depth`; none drawn without it).
+
+    Why that power: with L ≈ e^(−γr) for r = ‖W_N⋯W_1‖ and balanced layers, r' ≈ Nγ·r^(2−2/N)·L
+    (Arora, Cohen & Hazan 2018), so e^(γr) ≈ Nγ²t·r^(2−2/N) and r ≈ log t/γ: L·t ∝
+    (log t)^(−(2−2/N)); N = 1 gives Soudry et al.'s flat 1/γ²."""
+    fig = P.new_figure(7.5, 4.8)
     ax = fig.subplots()
     ts, loss = main["ts"][1:], main["loss"][1:]
-    ax.plot(ts, loss * ts)
+    ax.plot(ts, loss * ts, label="measured: mean logistic loss × t")
+    title = "Logistic loss × t (loss ~ 1/t up to logarithms: Soudry et al. 2018)"
+    if depth and ts[-1] > 10 * ANCHOR_T:
+        power = 2 * (depth - 1) / depth
+        t0, v0 = _at(ts, loss * ts, ANCHOR_T)
+        grid = np.geomspace(t0, ts[-1], 60)
+        predicted = v0 * (np.log(grid) / np.log(t0)) ** -power
+        P.bound_line(ax, grid, predicted, color="tab:red", ls="--",
+                     label=f"∝ (log t)^(−{power:.3g}), depth N = {depth}, "
+                     f"through t = {t0:.3g}")  # fmt: skip
+        measured = float((loss * ts)[-1])
+        title += (
+            f"\nthe logarithm of a depth-{depth} net: predicted {predicted[-1]:.3g}, measured "
+            f"{measured:.3g} at t = {ts[-1]:.3g}"
+        )
     P.log_axis(ax, "y")
-    _finish(
-        ax,
-        "Logistic loss × t (loss ~ 1/t up to logarithms: Soudry et al. 2018)",
-        "mean logistic loss × t (flow time)",
-    )
+    _finish(ax, title, "mean logistic loss × t (flow time)")
+    P.legend_outside(ax, where="below")
     return fig
 
 

@@ -59,7 +59,8 @@ def compare(
     `t` (T,) the sharpness/flow save times (every `every` steps); `sharpness_gd` (T, k);
     `t_flow` (T',) the flows' save times where GD stopped before `t1` (the flows run to `t1`
     all the same; absent otherwise: they are `t`);
-    `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; per flow `loss_<flow>` (at
+    `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; `distance_gd_from_init` (T,) =
+    ‖w_GD(t) − w_0‖ at the save times `t`; per flow `loss_<flow>` (at
     the flows' times), `distance_<flow>` = ‖w_GD(t) − w_flow(t)‖ over the times both
     reached; the central flow's `sharpness_central` and `predicted_loss`. A flow that
     failed has no arrays and its reason in `record["failed"]`. `record` holds the numbers
@@ -139,6 +140,7 @@ def compare(
     }
     record.update(_edge_summary(t, S[:, 0], eta))
     w_gd = _flat(sub.params)
+    arrays["distance_gd_from_init"] = np.linalg.norm(w_gd - w_gd[0], axis=1)  # the scale
     # The flows run to the requested horizon even where GD stopped early (diverged): they
     # do not depend on GD; ‖GD − flow‖ is over the times both reached.
     t_flow = eta * np.arange(0, steps + 1, every)

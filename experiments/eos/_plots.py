@@ -33,10 +33,11 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
         with np.load(os.path.join(folder, run["file"])) as npz:
             arrays = {name: npz[name] for name in npz.files}
         path = os.path.join(folder, f"eta-{run['eta']:g}.{fmt}")
-        paths.append(save_figure(eta_figure(run, arrays), path))
+        paths.append(save_figure(eta_figure(run, arrays, res.get("config")), path))
         cosines.append(
-            (run["eta"], arrays["t_gd"][1:], arrays["update_cosine"], run.get("diverged"))
-        )
+            (run["eta"], arrays["t_gd"][1:], arrays["update_cosine"], run.get("t_edge"),
+             run.get("diverged"))
+        )  # fmt: skip
     if cosines:
         path = os.path.join(folder, f"update_cosine.{fmt}")
         paths.append(save_figure(cosine_figure(cosines), path))
@@ -50,29 +51,42 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
     return paths
 
 
-def eta_figure(run: dict, a: dict):
-    """Three panels for one η: GD's sharpness against 2/η, the training losses, ‖GD − flow‖."""
+def problem_line(config: dict | None) -> str:
+    """The model, data and loss of a run, from its config.json (empty without one)."""
+    if not config:
+        return ""
+    loss = {"mse": "mean squared error"}.get(config.get("loss"), config.get("loss"))
+    return f"{config.get('model')}; {config.get('data')}; loss: {loss}"
+
+
+def eta_figure(run: dict, a: dict, config: dict | None = None):
+    """Three panels for one η: GD's sharpness against 2/η, the training losses, ‖GD − flow‖
+    beside ‖w_GD − w0‖ (how far GD moved at all). `config`: the run's config.json, whose model,
+    data and loss the title names. A flow that stopped early says why where it ends."""
     eta = run["eta"]
-    fig = new_figure(13.0, 4.2)
+    fig = new_figure(13.0, 4.8)
     ax_s, ax_l, ax_d = fig.subplots(1, 3)
     t, S = a["t"], a["sharpness_gd"]
     t_flow = a.get("t_flow", t)  # the flows reach t1 where GD stopped early
     few = {"marker": "o", "ms": 4} if len(a["t_gd"]) < 5 else {}  # a lone point is seen
     for j in range(S.shape[1] - 1, 0, -1):
         ax_s.plot(t, S[:, j], color="0.6", lw=0.8, label=f"GD: λ_{j + 1}" if j < 3 else None)
-    ax_s.plot(t, S[:, 0], color="k", lw=1.0, label="GD: S = λ_max(∇²L)", **few)
+    ax_s.plot(t, S[:, 0], color="k", lw=1.0,
+              label="GD (black): sharpness S = λ_max(∇²L) left, loss at every step middle",
+              **few)  # fmt: skip
     if "sharpness_central" in a:
         S_c = a["sharpness_central"]
-        ax_s.plot(t_flow[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--",
-                  label="central flow: S")  # fmt: skip
+        ax_s.plot(t_flow[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--")  # with its loss
     bound_line(ax_s, t_flow[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}",
                color="tab:orange")  # fmt: skip
     ax_s.set(xlabel=TIME, ylabel="sharpness S (loss units per parameter²)",
              title=f"sharpness of GD, η = {eta:g}")  # fmt: skip
-    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, label="GD (every step)", **few)
+    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, **few)  # labelled with its sharpness
     for name, (label, colour, ls) in FLOW_STYLE.items():
         if f"loss_{name}" in a:
             y = a[f"loss_{name}"]
+            if name == "central_flow" and "sharpness_central" in a:
+                label += " (its S left)"
             ax_l.plot(t_flow[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
     if "predicted_loss" in a:
         p = a["predicted_loss"]
@@ -85,6 +99,17 @@ def eta_figure(run: dict, a: dict):
             d = a[f"distance_{name}"]
             keep = d > 0
             ax_d.plot(t[: len(d)][keep], d[keep], color=colour, ls=ls, lw=1.4, **few)
+    if "distance_gd_from_init" in a:  # the scale: how far GD itself moved
+        moved = a["distance_gd_from_init"]
+        keep = moved > 0
+        bound_line(
+            ax_d,
+            t[: len(moved)][keep],
+            moved[keep],
+            color="0.3",
+            ls="-.",
+            label="‖w_GD(t) − w0‖: how far GD moved (the scale of the distances)",
+        )
     ax_d.set_yscale("log")
     if t_flow[-1] > t_flow[0]:
         ax_d.set_xlim(t_flow[0], t_flow[-1])  # the requested horizon, even where GD stopped
@@ -99,15 +124,25 @@ def eta_figure(run: dict, a: dict):
         ax_l.set_title(f"training loss (GD diverged at step {d['step']})")
     notes = stop_notes(run)
     if notes:  # why a curve stops, or is absent: never an empty panel without a word
-        text = "\n".join(textwrap.fill(n, 62, subsequent_indent="  ") for n in notes)
-        ax_d.text(0.02, 0.98, text, transform=ax_d.transAxes, va="top", fontsize=7,
-                  color="0.2")  # fmt: skip
+        text = "\n".join(textwrap.fill(n, 44) for n in notes)  # inside the panel
+        ax_d.text(0.98, 0.72, text, transform=ax_d.transAxes, ha="right", va="top",
+                  fontsize=7, color="0.2")  # fmt: skip
     handles, labels = [], []
     for ax in (ax_s, ax_l):
         h, lab = ax.get_legend_handles_labels()
         handles += h
         labels += lab
-    figure_legend(fig, handles, labels, ncol=4)
+    h, lab = ax_d.get_legend_handles_labels()
+    handles, labels = handles + h, labels + lab
+    figure_legend(fig, handles, labels, ncol=3)
+    hover = (run.get("hover") or {}).get("median")
+    claim = (
+        f"GD at η = {eta:g} passes 2/η at t = {run['t_edge']:.3g} and hovers there "
+        f"(median S/(2/η) = {hover:.3g} after)"
+        if run.get("t_edge") is not None and hover is not None
+        else f"GD at η = {eta:g}: sharpness S against the edge 2/η = {2 / eta:.4g}"
+    )
+    fig.suptitle(claim + ("\n" + problem_line(config) if config else ""), fontsize=9)
     return fig
 
 
@@ -134,25 +169,36 @@ def _short(reason: str, width: int = 110) -> str:
 
 
 def cosine_figure(cosines):
-    """cos(Δw_t, w_t − w_0) along GD, one line per η (`(η, t, cos, diverged)`), with a note
-    for each η whose GD stopped (diverged) and markers where only a few steps exist."""
-    fig = new_figure(7.0, 4.2)
+    """cos(Δw_t, w_t − w_0) along GD, one line per η (tuples (η, t, cos[, t_edge[,
+    diverged]])), each η's edge time (S first at 2/η) marked in its colour, with a note for
+    each η whose GD stopped (diverged) and markers where only a few steps exist."""
+    fig = new_figure(7.5, 4.6)
     ax = fig.subplots()
     colours = shades("viridis", len(cosines))
     notes = []
-    for (eta, t, cos, *diverged), colour in zip(cosines, colours):
+    for entry, colour in zip(cosines, colours):
+        eta, t, cos = entry[:3]
+        t_edge = entry[3] if len(entry) > 3 else None
+        diverged = entry[4] if len(entry) > 4 else None
         few = {"marker": "o", "ms": 4} if len(t) < 5 else {}
         ax.plot(t, cos, color=colour, lw=0.8, label=f"η = {eta:g}", **few)
-        if diverged and diverged[0]:
-            notes.append(f"η = {eta:g}: GD diverged at step {diverged[0]['step']}, "
+        if t_edge is not None:
+            ax.axvline(t_edge, color=colour, lw=1.0, ls=":",
+                       label=f"η = {eta:g}: S first at 2/η, t = {t_edge:.3g}")  # fmt: skip
+        if diverged:
+            notes.append(f"η = {eta:g}: GD diverged at step {diverged['step']}, "
                          f"{len(t)} update(s) drawn")  # fmt: skip
     if notes:
         ax.text(0.02, 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=7,
                 color="0.2", va="bottom")  # fmt: skip
     ax.axhline(0.0, color="0.7", lw=0.8, zorder=0)
-    ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)",
-           title="update against cumulative update, along GD")  # fmt: skip
-    figure_legend(fig, ncol=len(cosines))
+    ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)")
+    ax.set_title(
+        "After GD reaches the edge of stability (dotted: S first at 2/η) its steps turn across "
+        "its path:\nthe cosine of each update with the distance travelled falls towards 0",
+        fontsize=9,
+    )
+    figure_legend(fig, ncol=2)
     return fig
 
 

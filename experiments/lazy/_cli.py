@@ -175,7 +175,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default_in_help=True,
         solver_option=True,
     )
-    add_run_folder_options(p, "lazy", progress=True)
+    g = add_run_folder_options(p, "lazy", progress=True)
+    g.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the full per-α table (always written to summary.txt in the run folder) "
+        "instead of the verdicts alone",
+    )
     add_sweep_options(p)
 
 

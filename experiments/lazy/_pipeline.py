@@ -96,11 +96,14 @@ def check_cost(s, t1, lambda_max) -> None:
         print(f"note: {where}, a long run; {change} makes it shorter", flush=True)
 
 
-def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_model: bool):
+def sweep_model(
+    model, data, s, folder, sweep, stored, describe: dict, user_model: bool, verbose=False
+):
     """Run the lazy sweep of settings `s` on `model` and data `(X, Y, X_test)` into the
-    `RunFolder` `folder` on `sweep`; write results.json, trajectories.npz and the figures,
-    print the summary. `stored`: a resumed run's config (or None); `describe`: config entries
-    that say what the data and model are. Returns 1 if an α failed, else 0."""
+    `RunFolder` `folder` on `sweep`; write results.json, trajectories.npz, summary.txt and the
+    figures, print the verdicts (the full table with `verbose`). `stored`: a resumed run's
+    config (or None); `describe`: config entries that say what the data and model are.
+    Returns 1 if an α failed, else 0."""
     X, Y, X_test = data
     _interrupt.watch(folder)
     constants = flows.lazy.lazy_constants(
@@ -153,7 +156,7 @@ def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_mode
         from ._plots import plot  # matplotlib only when drawing: `gradflows list` stays fast
 
         figures = plot(folder.path)
-        print_summary(folder.path, figures)
+        print_summary(folder.path, figures, verbose)
     except Exception as e:  # the finished α stay on disk: say so, and how to redo the report
         raise RuntimeError(
             f"the report stage failed ({type(e).__name__}: {e}); {folder.kept} are kept in "

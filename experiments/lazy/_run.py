@@ -44,4 +44,14 @@ def _run(args, s, sweep) -> int:
         ),
     }
     heldout = X_test if len(X_test) else None
-    return sweep_model(model, (X, Y, heldout), s, folder, sweep, stored, info, user_model=False)
+    return sweep_model(
+        model,
+        (X, Y, heldout),
+        s,
+        folder,
+        sweep,
+        stored,
+        info,
+        user_model=False,
+        verbose=args.verbose,
+    )

@@ -101,13 +101,16 @@ def draw_flows(data: dict) -> Figure:
     objectives (solid: first, dashed: second)."""
     values, fields, paths = (np.asarray(data[k]) for k in ("values", "fields", "paths"))
     n_cols, n_rows = values.shape[:2]
+    lazy = str(data["kind"]) == "lazy_flows"
+    if lazy:  # the claim is about the paths: one row (F_α's field) carries both objectives'
+        n_rows = 1
     labels = [str(s) for s in np.asarray(data["labels"]).ravel()]
     vmax = float(np.quantile(values, 0.98)) or 1.0
     vmin = float(min(values.min(), 0.0))
     norm = (
         colors.PowerNorm(0.5, vmin=vmin, vmax=vmax) if vmin == 0 else colors.Normalize(vmin, vmax)
     )
-    fig = _figure(4.3 * n_cols + 1.2, 4.0 * n_rows + 0.9)
+    fig = _figure(4.3 * n_cols + 1.2, 4.0 * n_rows + (1.6 if lazy else 0.9))
     axes = fig.subplots(n_rows, n_cols, squeeze=False)
     styles = ("-", "--")
     for k in range(n_cols):
@@ -120,11 +123,18 @@ def draw_flows(data: dict) -> Figure:
             for i in range(paths.shape[1]):
                 _paths(ax, paths[k, i], cols, styles[i])
             _mark(ax, np.asarray(data["w0"][k]) if "w0" in data else None, starts, cols)
-            if k == 0:  # the row's objective, once, beside the row
+            if k == 0 and not lazy:  # the row's objective, once, beside the row
                 ax.set_ylabel(f"−∇{labels[j]}\n{ax.get_ylabel()}")
-            if j == 0 and str(data["column_titles"][k]):
-                ax.set_title(str(data["column_titles"][k]), fontsize=10)
-        if "weight_gap" in data:
+            title = str(data["column_titles"][k]) if j == 0 else ""
+            if lazy and "weight_gap" in data:  # the path from w0 ★, the one the claim is on
+                title += (
+                    f"\npath from w0 ★: length {data['path_length'][k, 0, 0]:.2g}, chord/length "
+                    f"{data['straightness'][k, 0, 0]:.3f},\nmax_t ‖w_α − w̄_α‖ = "
+                    f"{data['weight_gap'][k, 0]:.2g}"
+                )
+            if title:
+                ax.set_title(title, fontsize=9)
+        if "weight_gap" in data and not lazy:
             # below the column, one line: the paths reach every corner, so not over a panel
             axes[-1, k].set_title(
                 f"from w0: length {data['path_length'][k, 0, 0]:.2g}, chord/length "
@@ -139,13 +149,13 @@ def draw_flows(data: dict) -> Figure:
         for i in range(paths.shape[1])
     ]
     _legend(fig, handles + _marker_handles(with_w0="w0" in data))
-    if str(data["kind"]) == "lazy_flows":
+    if lazy:
         fig.suptitle(
-            f"Exact gradient flows of F_α(w) = R(α·h(w))/α² and of F̄_α (h̄ = linearisation at w0 ★),"
-            f" {data['model']}, target y* = {float(data['target']):g}\n"
-            "As α grows the flows shorten (the window is w0 ± ρ/α), straighten, and the solid "
-            "and dashed paths coincide: the lazy regime",
-            fontsize=11,
+            "As α grows the flows of F_α (solid) and of its linearisation F̄_α (dashed) shorten, "
+            "straighten and coincide: the lazy regime\n"
+            f"F_α(w) = R(α·h(w))/α² (level sets, −∇F_α streamlines), {data['model']}, target "
+            f"y* = {float(data['target']):g}; h̄ = linearisation at w0 ★; window w0 ± ρ/α",
+            fontsize=10,
         )
     return fig
 

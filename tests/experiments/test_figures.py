@@ -322,7 +322,7 @@ def test_lazy_flow_portrait_notes_stay_off_the_paths():
     fig = portrait.figure
     assert P.figure_problems(fig) == []
     assert all(not ax.texts for ax in fig.axes)
-    assert "max_t ‖w − w̄‖" in fig.axes[2].get_title()  # over the first column's bottom panel
+    assert "max_t ‖w_α − w̄_α‖" in fig.axes[0].get_title()  # in the first panel's title
 
 
 def test_homogeneous_figure_shows_relu_under_leaky_relu_and_the_floor_in_view(tmp_path):
@@ -367,3 +367,42 @@ def test_lazy_gap_figures_of_gaps_zero_at_round_off_draw_without_a_reference_lin
     for fig in (lazy_plots.draw_gaps(res), lazy_plots.draw_heldout(res)):
         (ax,) = fig.axes
         assert not [line for line in ax.get_lines() if line.get_gid() == P.REFERENCE]
+
+
+def test_loss_png_draws_the_loss_once_where_every_alpha_has_the_same_and_gives_the_gap_room():
+    # issue 40: the left panel carried one curve's information (all α on top of each other)
+    res, arr = _lazy_run("doubled")  # synthetic: |R − R̄|/R̄ = ½α⁻²(1 − e^{−t}) ≤ 0.5
+    left, right = lazy_plots.draw_loss(res, arr).axes
+    solid = [line for line in left.get_lines() if line.get_linestyle() == "-"]
+    assert len(solid) == 1 and "every α" in solid[0].get_label()
+    rate = [line for line in left.get_lines() if line.get_gid() == P.REFERENCE]
+    assert len(rate) == 1 and "λ_min" in rate[0].get_label()
+    assert right.get_position().width > 1.4 * left.get_position().width
+    arr = dict(arr, loss=arr["loss_linearized"] + 3 * (arr["loss"] - arr["loss_linearized"]))
+    left, right = lazy_plots.draw_loss(res, arr).axes  # α = 1 now 1.5 from R̄: drawn apart
+    assert len([line for line in left.get_lines() if line.get_linestyle() == "-"]) == 4
+
+
+def test_balance_loss_and_angle_figures_draw_the_predicted_rates_through_the_anchor():
+    # issue 40: loss·t fell 20× and the angle stayed at 0.27 rad with no reference drawn.
+    # Synthetic flow with exactly the predicted laws past t = 1: L·t = (log t)^(−4/3) (depth 3),
+    # angle = log log t / log t; each prediction must then end on the measured value.
+    ts = np.concatenate([[0.0], np.geomspace(2.0, 1e6, 200)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.where(ts > 0, np.log(ts) ** (-4 / 3) / ts, 1.0)
+        angle = np.where(ts > 0, np.log(np.log(ts)) / np.log(ts), 1.0)
+    main = {"ts": ts, "loss": loss, "angle": angle, "margin": np.full_like(ts, 0.5)}
+    (ax,) = balance_plots.loss_figure(main, depth=3).axes
+    (bound,) = [line for line in ax.get_lines() if line.get_gid() == P.BOUND]
+    assert "(log t)^(−1.33), depth N = 3" in bound.get_label()
+    np.testing.assert_allclose(bound.get_ydata()[-1], loss[-1] * ts[-1], rtol=1e-9)
+    assert "predicted 0.0302, measured 0.0302" in ax.get_title()  # (log 1e6)^(−4/3)
+    results = {"data": {"max_margin": {"margin": 0.6}}}
+    left, _ = balance_plots.margin_figure(results, main).axes
+    rates = {line.get_label(): line.get_ydata()[-1] for line in left.get_lines()
+             if line.get_gid() == P.BOUND}  # fmt: skip
+    (soudry,) = [v for k, v in rates.items() if "log log t" in k]
+    np.testing.assert_allclose(soudry, angle[-1], rtol=1e-9)
+    (inverse_log,) = [v for k, v in rates.items() if k.startswith("O(1/log t)")]
+    assert inverse_log < 0.8 * angle[-1]  # 1/log t falls faster: 0.14 against 0.19 rad
+    assert balance_plots.loss_figure(main).axes[0].get_lines()[-1].get_gid() != P.BOUND

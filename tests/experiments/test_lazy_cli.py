@@ -356,7 +356,13 @@ def test_a_relu_sweep_finishes_by_filippov_counts_kinks_and_writes_no_nan(tmp_pa
     assert th["theorem_2_4_rate"] is None and th["C0"] is None and th["alpha_min"] is None
     for name in ("C0", "alpha_min", "theorem_2_4_rate"):
         assert "not smooth" in th["unavailable"][name]
-    assert "Thm 2.4: not applicable" in printed and "PL: inf_t mu(t)" in printed
+    assert "Thm 2.4 bound on ‖αh(w_α(t)) − y*‖ (all t): not applicable (relu is not smooth" in (
+        printed
+    )
+    assert "no theorem predicts it" in printed and "Thm2.4 cond" not in printed  # no table
+    with open(os.path.join(out, "summary.txt")) as f:  # the full table and lines
+        summary = f.read()
+    assert "Thm 2.4: not applicable" in summary and "PL: inf_t mu(t)" in summary
     # measured on this run: 22, 7, 3 kink events (α = 1, 10, 100)
     events = [r["events"] for r in runs]
     assert events[0] >= 3 and events == sorted(events, reverse=True)
@@ -399,7 +405,10 @@ def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_pat
     assert code == 0, captured.err
     th = _results(out)["theory"]
     assert th["alpha_min"] is None and th["unavailable"]["alpha_min"]
-    assert "alpha_min unavailable" in captured.out or "C0 unavailable" in captured.out
+    assert "not applicable, its threshold α_min is unavailable" in captured.out
+    with open(os.path.join(out, "summary.txt")) as f:
+        summary = f.read()
+    assert "alpha_min unavailable" in summary or "C0 unavailable" in summary
     assert os.path.exists(os.path.join(out, f"part-{task_key({'alpha': 10.0})}.npz"))
     # μ/λ_min is undefined at λ_min = 0: no PL figure, the others are drawn
     assert not os.path.exists(os.path.join(out, "pl.png"))
@@ -413,3 +422,14 @@ def test_a_header_only_csv_is_refused_in_one_line_without_a_warning(tmp_path, ca
     assert capsys.readouterr().err == (
         f"gradflows run lazy: error: --data {path!r}: no data rows, only the header row\n"
     )
+
+
+@pytest.mark.slow
+def test_verbose_prints_the_full_table_that_the_run_folder_keeps(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli("run", "lazy", *TINY, "--alphas", "10,100,1000", "--verbose", "--out", out) == 0
+    printed = capsys.readouterr().out
+    with open(os.path.join(out, "summary.txt")) as f:
+        table = f.read()
+    assert table.startswith("      alpha sup|w-wbar|") and table in printed
+    assert "verdicts over" not in printed

@@ -103,3 +103,23 @@ def test_settle_marker_says_from_which_depth_and_relative_to_which_depth(tmp_pat
     fig = ntk_plots._condition_figure(arrays, config)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert f"within 10% of its value at depth {DEPTHS[-1]} from this depth on" in labels[-1]
+
+
+def test_condition_figure_states_the_claim_and_names_each_settle_depth(tmp_path):
+    # issue 40: the title named the setting, not the claim, and the settle depths were unmarked
+    arrays, config = _folder(tmp_path)
+    fig = ntk_plots._condition_figure(arrays, config)
+    ax = fig.axes[0]
+    depths = {
+        act: settle_depth(DEPTHS, arrays[key("lambda", "digits", act)][1]) for act in ACTIVATIONS
+    }
+    for act, depth in depths.items():
+        assert f"{depth} ({act}," in ax.get_title()
+    dotted = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert sorted(dotted) == sorted(depths.values())
+    deltas = {act: b * b / (a * a + b * b) for act, (a, b) in config["activations"].items()}
+    order = [depths[act] for act in sorted(depths, key=deltas.get, reverse=True)]
+    holds = order == sorted(order)
+    title = fig._suptitle.get_text()
+    assert ("the larger Δ_φ, the shallower" in title) == holds
+    assert ("NOT in the order of Δ_φ" in title) == (not holds)

@@ -219,12 +219,19 @@ def test_bad_numbers_are_refused_in_one_line_naming_them(call, message):
     assert str(info.value) == message
 
 
-def test_lazy_flow_panels_have_one_line_titles_and_their_row_named_once(lazy):
+def test_lazy_flow_figure_is_one_panel_per_alpha_each_naming_the_path_it_measures(lazy):
+    # issue 40: 6 panels (F_α and F̄_α rows), two y-labels merged, and bottom-row titles that
+    # described one path of five; the claim is on the paths, which every panel draws
     portrait, _ = lazy
     panels = [ax for ax in portrait.figure.axes if ax.get_xlabel()]  # the colour bar has none
-    assert len(panels) == 4  # two α × (network, linearised)
-    assert all("\n" not in ax.get_title() for ax in panels)
-    rows = [ax.get_ylabel().split("\n")[0] for ax in panels if "\n" in ax.get_ylabel()]
-    assert rows == ["−∇F_α (network)", "−∇F̄_α (linearised at w0)"]
-    stats = [ax.get_title() for ax in panels if ax.get_title().startswith("from w0")]
-    assert len(stats) == 2  # one per α, under its column's top panel
+    assert len(panels) == 2  # one per α (two here), F_α's field, both objectives' flows
+    assert all(ax.get_ylabel() == "w2 (weight)" for ax in panels)
+    data = portrait.data
+    for k, ax in enumerate(panels):
+        title = ax.get_title()
+        assert "path from w0 ★" in title
+        assert f"length {data['path_length'][k, 0, 0]:.2g}" in title
+        assert f"max_t ‖w_α − w̄_α‖ = {data['weight_gap'][k, 0]:.2g}" in title
+        styles = {line.get_linestyle() for line in ax.get_lines()}
+        assert {"-", "--"} <= styles  # the flows of F_α and of F̄_α
+    assert "coincide" in portrait.figure._suptitle.get_text()

@@ -1,0 +1,121 @@
+"""The performance page's headline: gradflows against each alternative, from the results files.
+
+One record per alternative (`claims()`): how many times less time (or fewer gradient
+evaluations) gradflows needs than the alternative on the same problem, the goal set for it,
+whether the goal is met, the size p, and the command that reproduces it. `benchmarks/tables.py`
+draws the headline figure and the short table from these records when the docs are built; the
+per-row details stay in `benchmarks/results.json` and the appendix page.
+
+Every ratio here is "alternative ÷ gradflows" (> 1: gradflows is faster), whatever way round
+the row of results.json states it: a row that states gradflows ÷ the alternative is inverted,
+and so is its goal.
+"""
+
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read(name: str) -> dict:
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _row(rows, case, params, label_starts):
+    for r in rows:
+        if r["case"] == case and r["params"] == params and r["label"].startswith(label_starts):
+            return r
+    raise KeyError(f"benchmarks/results.json has no row {case!r}, p={params}, {label_starts!r}")
+
+
+def _goal(text):
+    """The number of a goal such as '>= 5 at p=1e5' or '<= 1.15', or None."""
+    if not text:
+        return None
+    return float(text.split()[1])
+
+
+# (alternative, unit of the ratio, case, p, the row's label starts with, True if the row states
+# gradflows ÷ alternative)
+# fmt: off
+_ROWS = (
+    ("scipy solve_ivp RK45", "time, equal error", "scipy", 100000, "RK45", False),
+    ("scipy solve_ivp DOP853", "time, equal error", "scipy", 100000, "DOP853", False),
+    ("torchdiffeq dopri5", "time, same tolerance", "torch", 100000, "torchdiffeq", False),
+    ("torchdiffeq dopri5", "time, same tolerance", "torch", 10000, "torchdiffeq", False),
+    ("bare lax.scan of GD steps", "time per gradient", "overhead", 10000, "time/grad", True),
+    ("fixed-step GD, same error", "gradient evaluations", "gd", 10000, "GD grad", False),
+    ("scipy BDF, exact Hessian", "time to t = 1e4 (lower bound)", "stiff", 10000, "scipy BDF",
+     False),
+    ("best fixed solver, vs auto", "time, worst of 9 flows", "auto_family", None,
+     "worst case, warm", True),
+    ("first call: bare diffrax", "time, cold process", "latency", 10000, "eqx.nn.MLP", True),
+)
+# fmt: on
+
+
+def claims() -> list[dict]:
+    """The headline records, in the order of the figure: alternative, what is compared, ratio
+    (alternative ÷ gradflows), goal (same sense, or None), met (True/False/None), p, command."""
+    rows = _read("results.json")["rows"]
+    out = []
+    for name, unit, case, params, label, inverted in _ROWS:
+        r = _row(rows, case, params, label)
+        goal = _goal(r.get("goal"))
+        ratio = 1.0 / r["value"] if inverted else r["value"]
+        if goal is not None and inverted:
+            goal = 1.0 / goal
+        if (
+            goal is not None
+            and "at p=" in r["goal"]
+            and f"{params:.0e}".replace("+0", "") not in (r["goal"])
+        ):
+            goal = None  # the goal is set at another size
+        out.append(
+            dict(
+                alternative=name,
+                unit=unit,
+                ratio=ratio,
+                goal=goal,
+                met=None if goal is None else ratio >= goal,
+                params=params,
+                command=r["command"],
+                measured_at=r["measured_at"][:10],
+                lower_bound="lower bound" in (r.get("note") or ""),
+            )
+        )
+    raw = _row(rows, "overhead", 10000, "time/grad")["details"]
+    out.insert(
+        5,
+        dict(
+            alternative="bare diffrax Tsit5 loop",
+            unit="time per gradient",
+            ratio=1.0 / raw["gradient_flow_vs_raw_diffrax"],
+            goal=None,
+            met=None,
+            params=10000,
+            command=raw_command(rows),
+            measured_at=_row(rows, "overhead", 10000, "time/grad")["measured_at"][:10],
+            lower_bound=False,
+        ),
+    )
+    euler = _read("central_euler.json")
+    out.append(
+        dict(
+            alternative="Euler central flow (float64)",
+            unit="wall time, compile included",
+            ratio=euler["euler_float64"]["wall_s"] / euler["ours"]["wall_s_with_compile"],
+            goal=None,
+            met=None,
+            params=None,
+            command="python benchmarks/central_euler.py",
+            measured_at=None,
+            lower_bound=False,
+        )
+    )
+    return out
+
+
+def raw_command(rows) -> str:
+    return _row(rows, "overhead", 10000, "time/grad")["command"]
