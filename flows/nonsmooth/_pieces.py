@@ -24,23 +24,24 @@ _MIN_SLOTS = 32
 @eqx.filter_jit
 def _inspect(field, y, mode, handled):
     """Everything `Pieces.settle` decides on at state y, in one compiled call: the distances
-    (n, m) and slot margins (K,) of `PieceField.values`, the slots' slopes θ (K,), the
-    nearest entry (i, j) to its kink among those not sliding nor `handled` (n, m), and ż_ij
-    there under each one-sided field (side +1, side −1), computed only where that entry is at
-    its kink and no slot is at an end of its interval."""
+    (n, m) of `PieceField.values`, which slots are at an end of their interval (K,; `at_end`),
+    the slots' slopes θ (K,), the nearest entry (i, j) to its kink among those not sliding nor
+    `handled` (n, m), and ż_ij there under each one-sided field (side +1, side −1), computed
+    only where that entry is at its kink and no slot is at an end of its interval."""
     _, B, _ = field.unpack(y)
     return inspect_at(field, y, field.Xt @ B.T, mode, handled)
 
 
 def inspect_at(field, y, z, mode, handled):
     """`_inspect` given z = X̃Bᵀ of y (a later pass at the same state reuses it)."""
-    a, _, beta = field.unpack(y)
-    _, theta, _ = field.slopes(z, a, beta, mode)
-    dist, margin = field.distances(z, theta, mode)
+    a, B, beta = field.unpack(y)
+    _, theta, _, nu = field.slopes_resolved(z, a, beta, jnp.linalg.norm(B, axis=1), mode)
+    dist, margin, resolution = field.distances(z, theta, nu, mode)
+    ends = at_end(margin, resolution)
     masked = jnp.where(handled, jnp.inf, dist)
     k = jnp.argmin(masked)
     i, j = k // field.m, k % field.m
-    due = (masked.ravel()[k] <= _AT_KINK) & ~jnp.any(margin <= _AT_KINK)
+    due = (masked.ravel()[k] <= _AT_KINK) & ~jnp.any(ends)
 
     def zdots():
         def zdot(side):
@@ -51,7 +52,15 @@ def inspect_at(field, y, z, mode, handled):
 
     zero = jnp.zeros((), dist.dtype)
     z_plus, z_minus = jax.lax.cond(due, zdots, lambda: (zero, zero))
-    return dist, margin, theta, i, j, z_plus, z_minus
+    return dist, ends, theta, i, j, z_plus, z_minus
+
+
+def at_end(margin, resolution):
+    """Which slots (K,) have their slope at an end of its interval: a margin (`values`,
+    already less the slope's round-off) within `_AT_KINK` plus that round-off again, so that
+    an event located on the margin is always seen here, however the last bits of the two
+    evaluations differ."""
+    return margin <= _AT_KINK + resolution
 
 
 @eqx.filter_jit
@@ -153,9 +162,9 @@ class Pieces:
         handled = np.zeros((self.n, self.m), bool)
         for _ in range(4 * self.n * self.m + 8):
             out = _inspect(self.field, y, self.mode(), jnp.asarray(handled | self.sliding))
-            dist, margin, theta, i, j, z_plus, z_minus = out
-            margin = np.asarray(margin)
-            exits = [k for k in range(len(self.slots)) if margin[k] <= _AT_KINK]
+            dist, ends, theta, i, j, z_plus, z_minus = out
+            ends = np.asarray(ends)
+            exits = [k for k in range(len(self.slots)) if ends[k]]
             if exits:
                 theta = np.asarray(theta)
                 for k in sorted(exits, reverse=True):
