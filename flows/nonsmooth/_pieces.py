@@ -15,6 +15,9 @@ from ._sliding import Mode, PieceField
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
 _SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
 _ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
+# `MaxStepsReached.reason` of `filippov_flow`: why the solve stopped before t1
+EVENTS_ACCUMULATE = "events accumulate"
+BUDGET = "max_steps reached"
 # Sliding slots are padded to a power of two, at least this many: each size is one more
 # compilation of every piece solve, and a 32×32 sliding system costs little beside a field
 # evaluation of the default lazy net (measured: docs/performance.md)
@@ -190,9 +193,11 @@ class Pieces:
 def check_chatter(pieces: Pieces, t: float, max_steps: int) -> None:
     times = pieces.event_times
     if len(times) == _ZENO_EVENTS and times[-1] - times[0] < 1e-9 * max(1.0, t):
-        raise MaxStepsReached(
+        error = MaxStepsReached(
             f"events accumulate at t={t:.12g}: {len(times)} events within "
             f"{times[-1] - times[0]:.3g} of flow time, chatter that the sliding rule does not "
             f"resolve; {pieces.surfaces()}",
             t,
         )
+        error.reason = EVENTS_ACCUMULATE
+        raise error
