@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._failures import MaxStepsReached
+from ._intersection import min_norm_slopes
 from ._sliding import Mode, PieceField
 
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
@@ -64,6 +65,11 @@ def at_end(margin, resolution):
     an event located on the margin is always seen here, however the last bits of the two
     evaluations differ."""
     return margin <= _AT_KINK + resolution
+
+
+@eqx.filter_jit
+def _solve(field, y, mode):
+    return field.solve(y, mode)
 
 
 @eqx.filter_jit
@@ -147,6 +153,46 @@ class Pieces:
         self.sign[i, j] = side
         return y
 
+    def _decide_together(self, y, j, arriving):
+        """Neuron j reaches the kinks of the inputs `arriving` (several) at once: sides and
+        sliding for them and for j's sliding inputs together, from the minimum-norm element
+        of the Filippov set (`_intersection`), where all these kinks attract (c_j a_j r_k > 0).
+        Returns (state, the inputs decided); none where some kink repels (then they are
+        decided one at a time)."""
+        f = self.field
+        _, Theta, _, r = (np.asarray(v) for v in _solve(f, y, self.mode()))
+        held = [i for i, jj in self.slots if jj == j]
+        inputs = np.array(sorted({*held, *(int(i) for i in arriving)}))
+        ca = float(np.asarray(f.coef)[j] * np.asarray(y)[j])
+        if not np.all(ca * r[inputs] > 0):
+            return y, []
+        Xt = np.asarray(f.Xt)
+        off = np.ones(self.n, bool)
+        off[inputs] = False
+        u = (r[off] * Theta[off, j]) @ Xt[off]
+        lo, hi = sorted((self.slope_minus, self.slope_plus))
+        theta, inside = min_norm_slopes(u, (r[inputs, None] * Xt[inputs]).T, lo, hi)
+        for i, th, slides in zip(inputs, theta, inside):
+            i = int(i)
+            was = self.sliding[i, j]
+            if slides and not was:
+                self.sliding[i, j] = True
+                self.slots.append((i, j))
+                self.counts.sliding_entries += 1
+            elif not slides:
+                side = 1.0 if th - lo > hi - th else -1.0
+                if was:
+                    self.slots.remove((i, j))
+                    self.sliding[i, j] = False
+                    self.counts.sliding_exits += 1
+                elif side != self.sign[i, j]:
+                    self.counts.crossings += 1
+                self.sign[i, j] = side
+            self.recent.append((i, j))
+        if any(jj == j for _, jj in self.slots):
+            y = self._snap(y, j)
+        return y, [int(i) for i in inputs]
+
     def leave(self, k, theta):
         """Slot k leaves its surface, to the side whose slope its slope θ is nearer to."""
         i, j = self.slots.pop(k)
@@ -176,6 +222,13 @@ class Pieces:
             i, j = int(i), int(j)
             if handled[i, j] or self.sliding[i, j] or float(dist[i, j]) > _AT_KINK:
                 break  # `dist` holds the distances of this y and piece
+            column = np.asarray(dist)[:, j] <= _AT_KINK
+            together = np.flatnonzero(column & ~handled[:, j] & ~self.sliding[:, j])
+            if len(together) > 1:  # several surfaces of neuron j at once: codimension ≥ 2
+                y, decided = self._decide_together(y, j, together)
+                if decided:
+                    handled[decided, j] = True
+                    continue
             handled[i, j] = True
             y = self._decide(y, i, j, float(z_plus), float(z_minus))
         self.slack = np.where(self.sliding, 0.0, np.maximum(0.0, _SLACK - np.asarray(dist)))
