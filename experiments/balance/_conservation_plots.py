@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import _plotting as P
+from ._report import stop_text
 
 RELATIVE_NEURON = "relative drift (dimensionless)\nmax_j |I_j(t) − I_j(0)| / max(1, ‖b_j‖² + a_j²)"
 _STYLES = ("-", "--", ":", "-.")
@@ -81,14 +82,28 @@ STYLES = {
 }
 
 
+def _stop_line(axes, t, band, count, **style):
+    """A vertical line at the time t where a run stopped, drawn over its own band
+    (`band` of `count`) of each panel's height, so that runs stopping at nearly the same time
+    (ReLU and leaky ReLU) stay apart; labelled once."""
+    label = style.pop("label")
+    for ax in axes:
+        ax.axvline(t, ymin=band / count, ymax=(band + 1) / count, label=label, **style)
+        label = None
+
+
 def homogeneous_figure(folder: str, homogeneous: dict) -> Figure:
     """Per-neuron invariant drift and loss along the Filippov flows, with the times where the
     Tsit5 baseline stopped; one legend for both panels. The drift panel reaches down to the
-    round-off floor 10ε, so that the drift is seen against it."""
+    round-off floor 10ε, so that the drift is seen against it. A Filippov flow that stopped
+    before its horizon is drawn as a dash-dotted line at the time it stopped, with its status
+    in the legend, and the title says how many reached their horizon."""
     fig = P.new_figure(11, 5.4)
     ax1, ax2 = fig.subplots(1, 2)
     ts_all, rtol = None, None
-    for j, (name, runs) in enumerate(homogeneous["runs"].items()):
+    runs_all = homogeneous["runs"]
+    finished = [r.get("filippov", {}).get("status") == "finished" for r in runs_all.values()]
+    for j, (name, runs) in enumerate(runs_all.items()):
         style = {"color": f"C{j}"} | STYLES.get(name, {"lw": 1.6})
         exact = runs.get("filippov", {})
         if exact.get("status") == "finished":
@@ -100,15 +115,15 @@ def homogeneous_figure(folder: str, homogeneous: dict) -> Figure:
                 **style,
             )
             ax2.plot(*_positive(data["ts"], data["loss"]), **style)
+        elif exact.get("t_reached") is not None:  # stopped: where, and why
+            label = f"{name}, Filippov {stop_text(exact)}"
+            _stop_line((ax1, ax2), exact["t_reached"], j, len(runs_all), color=style["color"],
+                       ls="-.", lw=1.6, label=label)  # fmt: skip
         base = runs.get("tsit5", {})
         if base.get("status") == "max_steps reached" and base.get("t_reached"):
-            label = (
-                f"{name}, Tsit5 alone stops at t = {base['t_reached']:.3g} "
-                f"({base['num_steps']} steps: chatter)"
-            )
-            for ax in (ax1, ax2):
-                ax.axvline(base["t_reached"], color=style["color"], ls=":", lw=1.2, label=label)
-                label = None  # one legend entry
+            label = f"{name}, Tsit5 alone {stop_text(base)} (chatter)"
+            _stop_line((ax1, ax2), base["t_reached"], j, len(runs_all), color=style["color"],
+                       ls=":", lw=1.4, label=label)  # fmt: skip
     if ts_all is not None:
         P.bound_line(ax1, [ts_all[1], ts_all[-1]], [rtol, rtol], label=f"rtol = {rtol:g}")
         P.log_axis(ax1)
@@ -119,9 +134,14 @@ def homogeneous_figure(folder: str, homogeneous: dict) -> Figure:
     _axes(ax1, "Per-neuron invariant I_j = ‖b_j‖² − a_j² (Du, Hu & Lee 2018)", RELATIVE_NEURON)
     _axes(ax2, "Loss along the exact flow", "mean squared loss (loss units)")
     P.figure_legend(fig, *ax1.get_legend_handles_labels(), ncol=2)
+    reached = (
+        "exact flows to their horizon"
+        if all(finished)
+        else f"exact flows: {sum(finished)} of {len(finished)} to their horizon (stops marked)"
+    )
     fig.suptitle(
-        f"Two-layer nets (width {homogeneous['width']}) on 10 digits: exact flows to "
-        "their horizon, Tsit5 alone chatters at the kinks",
+        f"Two-layer nets (width {homogeneous['width']}) on 10 digits: {reached}, "
+        "Tsit5 alone chatters at the kinks",
         fontsize=11,
     )
     return fig

@@ -94,11 +94,12 @@ def homogeneous_task(problem, s, task, ctx) -> tuple[dict, dict | None]:
             loss = lambda net: squared(jax.vmap(net)(X), y)  # noqa: E731
             traj = flows.gradient_flow(loss, net0, T, **common)
     except flows.MaxStepsReached as e:  # the baseline's expected end: chatter
-        steps = getattr(e, "stats", {}).get("num_steps")
+        stats = getattr(e, "stats", None) or {}
         record.update(
-            status="max_steps reached",
+            # filippov_flow says why ("events accumulate" or "max_steps reached")
+            status=getattr(e, "reason", "max_steps reached"),
             t_reached=e.t,
-            num_steps=steps,
+            **{k: stats[k] for k in ("num_steps", *_EVENT_STATS) if stats.get(k) is not None},
             message=str(e),
             solve_wall_s=time.perf_counter() - start,
         )

@@ -34,16 +34,24 @@ def _conservation_lines(results) -> list[str]:
     return lines
 
 
+def stop_text(run) -> str:
+    """'stopped at t=… after N steps and E events: <status>' for a run that did not finish,
+    with only the counts it recorded."""
+    counts = [
+        f"{run[key]} {name}" for key, name in (("num_steps", "steps"), ("events", "events"))
+        if run.get(key) is not None
+    ]  # fmt: skip
+    after = f" after {' and '.join(counts)}" if counts else ""
+    return f"stopped at t={run['t_reached']:.4g}{after}: {run['status']}"
+
+
 def _homogeneous_lines(results) -> list[str]:
     lines = []
     for name, runs in results.get("homogeneous", {}).get("runs", {}).items():
         for method, run in runs.items():
             head = f"{name} {method} to t={run['t1']:g}: "
             if run["status"] != "finished":
-                lines.append(
-                    head + f"stopped at t={run['t_reached']:.4g} after {run['num_steps']} steps "
-                    "(chatter)"
-                )
+                lines.append(head + stop_text(run))
                 continue
             events = f", {run['events']} events" if "events" in run else ""
             lines.append(

@@ -50,7 +50,7 @@ from ._event_root import BeyondSecant
 from ._kinks import two_layer_form
 from ._loop import _WINDOW as _LOOP_WINDOW
 from ._loop import ABORTED, SETTLE, crossing_run, take
-from ._pieces import Counts, Pieces, check_chatter, rhs
+from ._pieces import BUDGET, Counts, Pieces, check_chatter, rhs
 from ._sliding import PieceField
 
 _SQUARED = SquaredLoss()  # the default loss, R = ½‖f − Y‖²
@@ -120,6 +120,9 @@ def filippov_flow(
     minimum-norm, element of the Filippov set tangent to all the surfaces (Dieci & Lopez 2009);
     the minimum-norm slopes are taken. Where adding a surface pushes another slope of the same
     neuron past its interval, that one exits (an active-set rule, not a proof of uniqueness).
+    A slope θ = φ/r is a ratio of two quantities of the size of the residual r, so near a
+    zero of the loss it is known only to about ε·|f|/|r| (1e-7 at |r| = 1e-8): an exit is
+    decided to that resolution (a bound from the magnitudes), never below it.
     Each piece's field conserves ‖b_j‖² − a_j² (+ bias², with hidden biases) exactly
     (a_j ȧ_j = b_j·ḃ_j with the same slopes), so the invariants drift only by the solver error.
 
@@ -167,7 +170,9 @@ def filippov_flow(
       both fields point to, or slides (snapped onto the surface) where both push into it.
     - `MaxStepsReached` with the time reached (also as `.t`) and the surfaces z_ij = 0 of the
       latest events, when the budget is exhausted or when events accumulate in time (chatter
-      that the sliding rule cannot resolve).
+      that the sliding rule cannot resolve). `.reason` says which ("max_steps reached" or
+      "events accumulate"); `.stats` holds the counts so far (`num_steps`, `events`, ... as
+      in the returned `stats`, and `wall_s`).
 
     **Reference:** Filippov 1988, "Differential Equations with Discontinuous Righthand Sides",
     §2.4 (sliding, the convex set); Dieci & Lopez 2009 (codimension 2, minimum-norm choice);
@@ -329,6 +334,10 @@ def filippov_flow(
                     f"state); {pieces.surfaces()}"
                 )
             y, last_write = after_piece(bool(span.event), t, y, dt0, done, last_write)
+    except MaxStepsReached as error:  # the work done and the cause, for a caller's record
+        error.stats = {**dataclasses.asdict(pieces.counts), "wall_s": time.perf_counter() - start}
+        error.reason = getattr(error, "reason", BUDGET)
+        raise
     finally:
         bar.close()
     wall = time.perf_counter() - start

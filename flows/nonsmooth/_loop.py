@@ -60,8 +60,8 @@ def _decide(field, y, mode, sign):
     zero_slack = jnp.zeros_like(mode.slack)
     at = eqx.tree_at(lambda md: (md.sign, md.slack), mode, (sign, zero_slack))
     z = field.Xt @ field.unpack(y)[1].T  # y is the same in both passes
-    dist, margin, _, i, j, z_plus, z_minus = inspect_at(field, y, z, at, mode.sliding)
-    exits = jnp.any(margin <= _AT_KINK)
+    dist, ends, _, i, j, z_plus, z_minus = inspect_at(field, y, z, at, mode.sliding)
+    exits = jnp.any(ends)
     due = ~mode.sliding[i, j] & (dist[i, j] <= _AT_KINK)
     slides = (z_plus < 0) & (0 < z_minus)
     up = (z_plus > 0) & (z_minus >= 0) | (z_plus >= 0) & (z_minus > 0)
@@ -74,8 +74,8 @@ def _decide(field, y, mode, sign):
     def second():  # the next pass of `Pieces.settle`, with (i, j) handled
         handled = mode.sliding.at[i, j].set(True)
         again = eqx.tree_at(lambda md: md.sign, at, new_sign)
-        dist2, margin2, _, i2, j2, _, _ = inspect_at(field, y, z, again, handled)
-        more = jnp.any(margin2 <= _AT_KINK) | ~handled[i2, j2] & (dist2[i2, j2] <= _AT_KINK)
+        dist2, ends2, _, i2, j2, _, _ = inspect_at(field, y, z, again, handled)
+        more = jnp.any(ends2) | ~handled[i2, j2] & (dist2[i2, j2] <= _AT_KINK)
         return more, dist2
 
     more, dist = jax.lax.cond(due & ~exits & ~slides, second, lambda: (False, dist))

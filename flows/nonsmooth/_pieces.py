@@ -10,11 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._failures import MaxStepsReached
+from ._intersection import min_norm_slopes
 from ._sliding import Mode, PieceField
 
 _AT_KINK = 1e-10  # distance (‖Δb‖ units) or slope margin below which an entry is at an event
 _SLACK = 1e-12  # the event function starts at least this far above 0 on a new piece
 _ZENO_EVENTS = 500  # this many events in a time span < 1e-9·max(1, t): unresolved chatter
+# `MaxStepsReached.reason` of `filippov_flow`: why the solve stopped before t1
+EVENTS_ACCUMULATE = "events accumulate"
+BUDGET = "max_steps reached"
 # Sliding slots are padded to a power of two, at least this many: each size is one more
 # compilation of every piece solve, and a 32×32 sliding system costs little beside a field
 # evaluation of the default lazy net (measured: docs/performance.md)
@@ -24,23 +28,24 @@ _MIN_SLOTS = 32
 @eqx.filter_jit
 def _inspect(field, y, mode, handled):
     """Everything `Pieces.settle` decides on at state y, in one compiled call: the distances
-    (n, m) and slot margins (K,) of `PieceField.values`, the slots' slopes θ (K,), the
-    nearest entry (i, j) to its kink among those not sliding nor `handled` (n, m), and ż_ij
-    there under each one-sided field (side +1, side −1), computed only where that entry is at
-    its kink and no slot is at an end of its interval."""
+    (n, m) of `PieceField.values`, which slots are at an end of their interval (K,; `at_end`),
+    the slots' slopes θ (K,), the nearest entry (i, j) to its kink among those not sliding nor
+    `handled` (n, m), and ż_ij there under each one-sided field (side +1, side −1), computed
+    only where that entry is at its kink and no slot is at an end of its interval."""
     _, B, _ = field.unpack(y)
     return inspect_at(field, y, field.Xt @ B.T, mode, handled)
 
 
 def inspect_at(field, y, z, mode, handled):
     """`_inspect` given z = X̃Bᵀ of y (a later pass at the same state reuses it)."""
-    a, _, beta = field.unpack(y)
-    _, theta, _ = field.slopes(z, a, beta, mode)
-    dist, margin = field.distances(z, theta, mode)
+    a, B, beta = field.unpack(y)
+    _, theta, _, nu = field.slopes_resolved(z, a, beta, jnp.linalg.norm(B, axis=1), mode)
+    dist, margin, resolution = field.distances(z, theta, nu, mode)
+    ends = at_end(margin, resolution)
     masked = jnp.where(handled, jnp.inf, dist)
     k = jnp.argmin(masked)
     i, j = k // field.m, k % field.m
-    due = (masked.ravel()[k] <= _AT_KINK) & ~jnp.any(margin <= _AT_KINK)
+    due = (masked.ravel()[k] <= _AT_KINK) & ~jnp.any(ends)
 
     def zdots():
         def zdot(side):
@@ -51,7 +56,20 @@ def inspect_at(field, y, z, mode, handled):
 
     zero = jnp.zeros((), dist.dtype)
     z_plus, z_minus = jax.lax.cond(due, zdots, lambda: (zero, zero))
-    return dist, margin, theta, i, j, z_plus, z_minus
+    return dist, ends, theta, i, j, z_plus, z_minus
+
+
+def at_end(margin, resolution):
+    """Which slots (K,) have their slope at an end of its interval: a margin (`values`,
+    already less the slope's round-off) within `_AT_KINK` plus that round-off again, so that
+    an event located on the margin is always seen here, however the last bits of the two
+    evaluations differ."""
+    return margin <= _AT_KINK + resolution
+
+
+@eqx.filter_jit
+def _solve(field, y, mode):
+    return field.solve(y, mode)
 
 
 @eqx.filter_jit
@@ -144,6 +162,46 @@ class Pieces:
         self.sign[i, j] = side
         return y
 
+    def _decide_together(self, y, j, arriving):
+        """Neuron j reaches the kinks of the inputs `arriving` (several) at once: sides and
+        sliding for them and for j's sliding inputs together, from the minimum-norm element
+        of the Filippov set (`_intersection`), where all these kinks attract (c_j a_j r_k > 0).
+        Returns (state, the inputs decided); none where some kink repels (then they are
+        decided one at a time)."""
+        f = self.field
+        _, Theta, _, r = (np.asarray(v) for v in _solve(f, y, self.mode()))
+        held = [i for i, jj in self.slots if jj == j]
+        inputs = np.array(sorted({*held, *(int(i) for i in arriving)}))
+        ca = float(np.asarray(f.coef)[j] * np.asarray(y)[j])
+        if not np.all(ca * r[inputs] > 0):
+            return y, []
+        Xt = np.asarray(f.Xt)
+        off = np.ones(self.n, bool)
+        off[inputs] = False
+        u = (r[off] * Theta[off, j]) @ Xt[off]
+        lo, hi = sorted((self.slope_minus, self.slope_plus))
+        theta, inside = min_norm_slopes(u, (r[inputs, None] * Xt[inputs]).T, lo, hi)
+        for i, th, slides in zip(inputs, theta, inside):
+            i = int(i)
+            was = self.sliding[i, j]
+            if slides and not was:
+                self.sliding[i, j] = True
+                self.slots.append((i, j))
+                self.counts.sliding_entries += 1
+            elif not slides:
+                side = 1.0 if th - lo > hi - th else -1.0
+                if was:
+                    self.slots.remove((i, j))
+                    self.sliding[i, j] = False
+                    self.counts.sliding_exits += 1
+                elif side != self.sign[i, j]:
+                    self.counts.crossings += 1
+                self.sign[i, j] = side
+            self.recent.append((i, j))
+        if any(jj == j for _, jj in self.slots):
+            y = self._snap(y, j)
+        return y, [int(i) for i in inputs]
+
     def leave(self, k, theta):
         """Slot k leaves its surface, to the side whose slope its slope θ is nearer to."""
         i, j = self.slots.pop(k)
@@ -163,9 +221,9 @@ class Pieces:
         handled = np.zeros((self.n, self.m), bool)
         for _ in range(4 * self.n * self.m + 8):
             out = _inspect(self.field, y, self.mode(), jnp.asarray(handled | self.sliding))
-            dist, margin, theta, i, j, z_plus, z_minus = out
-            margin = np.asarray(margin)
-            exits = [k for k in range(len(self.slots)) if margin[k] <= _AT_KINK]
+            dist, ends, theta, i, j, z_plus, z_minus = out
+            ends = np.asarray(ends)
+            exits = [k for k in range(len(self.slots)) if ends[k]]
             if exits:
                 theta = np.asarray(theta)
                 for k in sorted(exits, reverse=True):
@@ -174,6 +232,13 @@ class Pieces:
             i, j = int(i), int(j)
             if handled[i, j] or self.sliding[i, j] or float(dist[i, j]) > _AT_KINK:
                 break  # `dist` holds the distances of this y and piece
+            column = np.asarray(dist)[:, j] <= _AT_KINK
+            together = np.flatnonzero(column & ~handled[:, j] & ~self.sliding[:, j])
+            if len(together) > 1:  # several surfaces of neuron j at once: codimension ≥ 2
+                y, decided = self._decide_together(y, j, together)
+                if decided:
+                    handled[decided, j] = True
+                    continue
             handled[i, j] = True
             y = self._decide(y, i, j, float(z_plus), float(z_minus), start)
         self.slack = np.where(self.sliding, 0.0, np.maximum(0.0, _SLACK - np.asarray(dist)))
@@ -191,9 +256,11 @@ class Pieces:
 def check_chatter(pieces: Pieces, t: float, max_steps: int) -> None:
     times = pieces.event_times
     if len(times) == _ZENO_EVENTS and times[-1] - times[0] < 1e-9 * max(1.0, t):
-        raise MaxStepsReached(
+        error = MaxStepsReached(
             f"events accumulate at t={t:.12g}: {len(times)} events within "
             f"{times[-1] - times[0]:.3g} of flow time, chatter that the sliding rule does not "
             f"resolve; {pieces.surfaces()}",
             t,
         )
+        error.reason = EVENTS_ACCUMULATE
+        raise error

@@ -338,6 +338,11 @@ def test_exhausted_budget_names_the_time_and_the_surfaces():
     with pytest.raises(flows.MaxStepsReached, match=r"at t=.*surfaces z_ij.*\(i=\d, j=0\)") as e:
         flows.nonsmooth.filippov_flow(_neuron(1.0, [0.3, 0.5]), (X, Y), T, ts=TS, max_steps=30)
     assert 0 < e.value.t < T and f"at t={e.value.t:.6g} " in str(e.value)
+    # the cause and the work done travel with the error (a caller's record said "after None
+    # steps" for want of them)
+    assert e.value.reason == "max_steps reached"
+    stats = e.value.stats
+    assert stats["num_steps"] + stats["events"] > 30 and stats["events"] >= 1
 
 
 # --- interruption ----------------------------------------------------------------------------
