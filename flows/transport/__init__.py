@@ -1,0 +1,16 @@
+"""Optimal transport regularised by an f-divergence: the generalised Sinkhorn algorithm with
+its certificates (duality gap, marginal errors).
+
+Reference: Terjék & González-Sánchez, "Optimal transport with f-divergence regularization and
+generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337).
+"""
+
+from ._sinkhorn import SinkhornNotConverged as SinkhornNotConverged
+from ._sinkhorn import SinkhornResult as SinkhornResult
+from ._sinkhorn import sinkhorn as sinkhorn
+
+__all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "sinkhorn",
+    "SinkhornResult",
+    "SinkhornNotConverged",
+]
