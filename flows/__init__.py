@@ -10,6 +10,8 @@ the solvers, the losses, `log_times`); each subject has a subpackage:
 - `flows.lazy`: the F_α / F̄_α pair, its rules, closed form and theory constants;
 - `flows.nonsmooth`: Filippov flows of two-layer nets with kinked activations;
 - `flows.ntk`: the empirical and the infinite-width neural tangent kernel;
+- `flows.transport`: optimal transport regularised by an f-divergence (generalised
+  Sinkhorn);
 - `flows.observables`: balancedness, alignment, ranks, margins, PL quotients.
 
 **Importing `flows` (or `models`) turns on JAX's float64 mode for the whole process**
@@ -42,6 +44,7 @@ from . import lazy as lazy  # noqa: E402
 from . import nonsmooth as nonsmooth  # noqa: E402
 from . import ntk as ntk  # noqa: E402
 from . import observables as observables  # noqa: E402
+from . import transport as transport  # noqa: E402
 from ._failures import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
@@ -86,6 +89,7 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "nonsmooth",
     "ntk",
     "observables",
+    "transport",
     "MaxStepsReached",
     "Trajectory",
     "UndefinedObservableWarning",

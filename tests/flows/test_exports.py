@@ -16,6 +16,7 @@ PACKAGES = [
     "flows.nonsmooth",
     "flows.ntk",
     "flows.observables",
+    "flows.transport",
     "models",
 ]
 
