@@ -32,11 +32,19 @@ from ._stats import SolveStats
 from ._times import log_times
 
 
+def euler_step(field, t, y, eta):
+    """One step y + η·field(t, y): gradient descent's, and that of any map given as a field."""
+    return jax.tree.map(lambda a, g: a + eta * g, y, field(t, y, None))
+
+
 @eqx.filter_jit
 def _descend(field, y, eta, k0, n):
+    # A discrete map other than Euler's (a game's alternating or extragradient step) gives
+    # its own `step(t, y, eta)`, computed as written.
+    advance = getattr(field, "step", None) or (lambda t, y, eta: euler_step(field, t, y, eta))
+
     def step(i, y):
-        v = field((k0 + i) * eta, y, None)
-        return jax.tree.map(lambda a, g: a + eta * g, y, v)
+        return advance((k0 + i) * eta, y, eta)
 
     return jax.lax.fori_loop(0, n, step, y)
 
@@ -121,6 +129,24 @@ def gradient_descent(
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
     over a fixed horizon is first order in η).
     """
+    return iterate_map(
+        lambda static: _GradientField(loss, static), loss, params0, t1, eta=eta, ts=ts,
+        settings=settings, observables=observables, save_params=save_params,
+        progress=progress, overrides=overrides,
+    )  # fmt: skip
+
+
+_HESSIAN_ADVICE = "is above the stability limit 2/λ_max of the Hessian"
+
+
+def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables, save_params,
+                progress, overrides, what="gradient descent", config=None,
+                advice=_HESSIAN_ADVICE) -> Trajectory:  # fmt: skip
+    """`gradient_descent`'s iteration, checks, records and failures for the map
+    y ↦ y + η·field(t, y) (or `field.step(t, y, η)` where the field defines one), with
+    `field = make_field(static)` on the trainable leaves of `params0`; `what` names the map in
+    messages, `advice` says what η is when the iterates diverge, `config` replaces entries
+    of the trajectory's config (its `"solver"` also names `stats["solvers"]`)."""
     t1 = check_positive("t1", t1)
     eta = check_positive("eta", eta)
     settings = resolve_settings(settings, overrides)
@@ -144,8 +170,16 @@ def gradient_descent(
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
-    field = _GradientField(loss, static)
+    field = make_field(static)
     recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
+
+    named = {
+        "solver": "gradient_descent",
+        "eta": eta,
+        "t1": t1,
+        "max_steps": settings.max_steps,
+        **(config or {}),
+    }
 
     def result(records, steps) -> Trajectory:
         saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
@@ -156,20 +190,14 @@ def gradient_descent(
             num_accepted_steps=k,
             grad_evals=k,
             chunks=len(steps),
-            solvers=["gradient_descent"],
+            solvers=[named["solver"]],
         )
-        config = {
-            "solver": "gradient_descent",
-            "eta": eta,
-            "t1": t1,
-            "max_steps": settings.max_steps,
-        }
-        return trajectory(steps * eta, params, saved, stats, config)
+        return trajectory(steps * eta, params, saved, stats, named)
 
     records, y, k, loss0, warned = [], trainable, 0, None, False
     with progress_bar(
         total=int(save_steps[-1]),
-        desc="gradient descent",
+        desc=what,
         unit="step",
         disable=not progress,
         leave=False,
@@ -178,7 +206,7 @@ def gradient_descent(
             y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_save - k))
             if not _finite(y_next):
                 raise _diverged(
-                    f"gradient descent became non-finite between step {k} (t={k * eta:.6g}) "
+                    f"{what} became non-finite between step {k} (t={k * eta:.6g}) "
                     f"and step {k_save} (t={k_save * eta:.6g}); reduce eta (got {eta})",
                     records, save_steps, result,
                 )  # fmt: skip
@@ -196,7 +224,7 @@ def gradient_descent(
                 )  # fmt: skip
             if not np.isfinite(value):
                 raise _diverged(
-                    f"gradient descent became non-finite at step {k} (t={k * eta:.6g}): the "
+                    f"{what} became non-finite at step {k} (t={k * eta:.6g}): the "
                     f"loss is {value} (it was {loss0:.6g} at step {save_steps[0]}); reduce "
                     f"eta (got {eta})",
                     records, save_steps, result,
@@ -204,11 +232,11 @@ def gradient_descent(
             if not warned and abs(value) > DIVERGENCE_GROWTH * abs(loss0) > 0:
                 warned = True
                 warnings.warn(
-                    f"gradient descent diverges: the loss grew {abs(value / loss0):.3g} times "
+                    f"{what} diverges: the loss grew {abs(value / loss0):.3g} times "
                     f"(from {loss0:.6g} to {value:.6g}) by step {k} (t={k * eta:.6g}); eta={eta} "
-                    "is above the stability limit 2/λ_max of the Hessian: reduce eta",
+                    f"{advice}: reduce eta",
                     DivergenceWarning,
-                    stacklevel=2,
+                    stacklevel=3,  # the caller of gradient_descent (or of a game's map)
                 )
             records.append(record)
     return result(records, save_steps)
