@@ -23,6 +23,7 @@ from ._checks import (
     check_positive,
     check_ts,
 )
+from ._divergence import DivergenceRule
 from ._failures import MaxStepsReached
 from ._flat import trainable_of
 from ._flow import Trajectory, _GradientField, _Recorder, trajectory
@@ -58,15 +59,45 @@ def _finite(tree) -> bool:
     return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(tree))
 
 
-#: A loss above this multiple of |L(0)| is divergence (`DivergenceWarning`).
-DIVERGENCE_GROWTH = 1e10
-
-
 class DivergenceWarning(RuntimeWarning):
-    """Gradient descent's loss grew by more than `DIVERGENCE_GROWTH` (1e10) times its initial
-    value: η is above the stability limit 2/λ_max of the Hessian and the iterates diverge
-    (given at most once per call, with η and the step; a later non-finite loss or iterate is
-    a `FloatingPointError`)."""
+    """Gradient descent diverges by the rule of `flows._divergence` (shared with
+    `experiments.eos`): its loss rose more than `GROWTH` (1e3) times max(|L(0)|, tiny) above
+    L(0) and did not come back below within `WINDOW` (100) steps; η is above the stability
+    limit 2/λ_max of the Hessian (given at most once per call, naming η, the step where the
+    excursion began and its loss; a later non-finite loss or iterate is a
+    `FloatingPointError`). A spike that comes back (the catapult) and a loss that falls
+    (below 0 included) are not divergence."""
+
+
+def _since(rule) -> str:
+    """ ", after rising to ... at step j (...)" while an excursion is open."""
+    if rule is None or rule.start is None:
+        return ""
+    j, value = rule.start
+    ratio = rule.ratio(value)
+    return f", after rising to {value:.6g} at step {j} ({ratio:.3g} times |L(0)| above L(0))"
+
+
+_HESSIAN_ADVICE = "is above the stability limit 2/λ_max of the Hessian"
+
+
+def _warn_diverged(eta, rule, k, verdict, what="gradient descent", advice=_HESSIAN_ADVICE):
+    """The `DivergenceWarning` of `gradient_descent` (or of the map `what`), naming η, the
+    excursion's step and loss."""
+    j, value = (verdict.step, verdict.value) if verdict is not None else rule.start
+    then = (
+        "became non-finite"
+        if verdict is None or verdict.confirmed_value is None
+        else (f"was {verdict.confirmed_value:.6g}")
+    )
+    warnings.warn(
+        f"{what} diverges: the loss rose from {rule.loss0:.6g} to {value:.6g} by step "
+        f"{j} (t={j * eta:.6g}), {rule.ratio(value):.3g} times |L(0)| above L(0), and did not "
+        f"come back below {rule.growth:g} times within {rule.window} steps (it {then} at step "
+        f"{k}); eta={eta} {advice}: reduce eta",
+        DivergenceWarning,
+        stacklevel=3,
+    )
 
 
 def _diverged(message: str, records: list, steps, result) -> FloatingPointError:
@@ -116,14 +147,20 @@ def gradient_descent(
       η > t1, `ts` unsorted or outside [0, t1], non-finite or non-float64 `params0`, a
       setting out of range.
     - `TypeError` naming `loss` when it does not return one float scalar.
+    - `flows.large_steps.EdgeOfStabilityWarning` (once) naming η, S(0) and ηS(0) where
+      S(0) > 2/η at `params0` (S by 20 Lanczos products, a lower bound).
     - `MaxStepsReached` before any work when K > `max_steps`.
     - `FloatingPointError` naming η and the step when the iterates or the loss become
       non-finite (η above the stability limit 2/λ_max of the Hessian); its attribute
       `partial` is the `Trajectory` of the finite saves before (None if there are none).
       An undefined observable is reported as by `gradient_flow`
       (`UndefinedObservableWarning`, `Trajectory.undefined`).
-    - `DivergenceWarning` (a warning, once) naming η and the step when the loss grows above
-      1e10 times its first saved value (L(0) with the default `ts`) while still finite.
+    - `DivergenceWarning` (a warning, once) naming η, the step and the loss where the rule
+      of `DivergenceWarning` found divergence: the loss rose more than 1e3 times
+      max(|L(0)|, tiny) above its first saved value (L(0) with the default `ts`) and had not
+      come back below within 100 steps. The loss is looked at the saves and at the window's
+      end, which may lie past `t1` (up to 100 more steps, not saved). A spike that comes
+      back (a catapult) is not divergence, nor a loss that falls below 0.
 
     **Reference:** Du, Hu & Lee 2018, §4 (gradient descent keeps balancedness only
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
@@ -136,9 +173,6 @@ def gradient_descent(
     )  # fmt: skip
 
 
-_HESSIAN_ADVICE = "is above the stability limit 2/λ_max of the Hessian"
-
-
 def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables, save_params,
                 progress, overrides, what="gradient descent", config=None,
                 advice=_HESSIAN_ADVICE) -> Trajectory:  # fmt: skip
@@ -146,7 +180,8 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
     y ↦ y + η·field(t, y) (or `field.step(t, y, η)` where the field defines one), with
     `field = make_field(static)` on the trainable leaves of `params0`; `what` names the map in
     messages, `advice` says what η is when the iterates diverge, `config` replaces entries
-    of the trajectory's config (its `"solver"` also names `stats["solvers"]`)."""
+    of the trajectory's config (its `"solver"` also names `stats["solvers"]`). The warning
+    at S(0) > 2/η is gradient descent's alone (`what="gradient descent"`)."""
     t1 = check_positive("t1", t1)
     eta = check_positive("eta", eta)
     settings = resolve_settings(settings, overrides)
@@ -170,9 +205,16 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
+    if what == "gradient descent":
+        from .large_steps._edge_warning import warn_above_edge  # (large_steps imports flows)
+
+        warn_above_edge(
+            "gradient_descent", loss, params0, eta, 2.0, "S(0)",
+            "GD is unstable along the top eigenvector from its first step (it catapults or "
+            "diverges), and no flow is its limit there",
+        )  # fmt: skip
     field = make_field(static)
     recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
-
     named = {
         "solver": "gradient_descent",
         "eta": eta,
@@ -194,7 +236,9 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
         )
         return trajectory(steps * eta, params, saved, stats, named)
 
-    records, y, k, loss0, warned = [], trainable, 0, None, False
+    records, y, k, rule, warned = [], trainable, 0, None, False
+    saves = iter(save_steps)
+    k_save = next(saves)
     with progress_bar(
         total=int(save_steps[-1]),
         desc=what,
@@ -202,41 +246,50 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
         disable=not progress,
         leave=False,
     ) as bar:
-        for k_save in save_steps:
-            y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_save - k))
+        while k_save is not None or (
+            rule is not None and rule.check_step is not None and not warned
+        ):
+            # the next save, or sooner the end of an open excursion's window (past the
+            # last save when the run ends inside it: the window belongs to the rule)
+            check = rule.check_step if rule is not None and not warned else None
+            k_next = min(s for s in (k_save, check) if s is not None)
+            saving = k_next == k_save
+            y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_next - k))
+            if not _finite(y_next) and not saving and k_save is None:
+                _warn_diverged(eta, rule, k_next, None, what, advice)  # past the horizon: all saves kept
+                break
             if not _finite(y_next):
                 raise _diverged(
                     f"{what} became non-finite between step {k} (t={k * eta:.6g}) "
-                    f"and step {k_save} (t={k_save * eta:.6g}); reduce eta (got {eta})",
+                    f"and step {k_next} (t={k_next * eta:.6g}){_since(rule)}; reduce eta "
+                    f"(got {eta})",
                     records, save_steps, result,
                 )  # fmt: skip
-            bar.update(int(k_save - k))
-            bar.set_postfix(t=f"{k_save * eta:.3g}")
-            y, k = y_next, int(k_save)
+            if saving:
+                bar.update(int(k_next - k))
+                bar.set_postfix(t=f"{k_next * eta:.3g}")
+            y, k = y_next, int(k_next)
             record = jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y))
             value = float(record["loss"])
-            loss0 = value if loss0 is None else loss0
             if not np.isfinite(value) and k == 0:  # said "reduce eta": no step was taken
                 raise _diverged(
                     f"the loss is {value} at the start, t=0, before any step (not a matter "
                     "of eta); check the loss, the data scale and the initialisation",
                     records, save_steps, result,
                 )  # fmt: skip
-            if not np.isfinite(value):
+            rule = DivergenceRule(value) if rule is None else rule
+            if not np.isfinite(value) and saving:
                 raise _diverged(
                     f"{what} became non-finite at step {k} (t={k * eta:.6g}): the "
-                    f"loss is {value} (it was {loss0:.6g} at step {save_steps[0]}); reduce "
-                    f"eta (got {eta})",
+                    f"loss is {value} (it was {rule.loss0:.6g} at step {save_steps[0]})"
+                    f"{_since(rule)}; reduce eta (got {eta})",
                     records, save_steps, result,
                 )  # fmt: skip
-            if not warned and abs(value) > DIVERGENCE_GROWTH * abs(loss0) > 0:
+            verdict = rule.update(k, value) if not warned else None
+            if verdict is not None:
                 warned = True
-                warnings.warn(
-                    f"{what} diverges: the loss grew {abs(value / loss0):.3g} times "
-                    f"(from {loss0:.6g} to {value:.6g}) by step {k} (t={k * eta:.6g}); eta={eta} "
-                    f"{advice}: reduce eta",
-                    DivergenceWarning,
-                    stacklevel=3,  # the caller of gradient_descent (or of a game's map)
-                )
-            records.append(record)
+                _warn_diverged(eta, rule, k, verdict, what, advice)
+            if saving:
+                records.append(record)
+                k_save = next(saves, None)
     return result(records, save_steps)

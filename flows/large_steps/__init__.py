@@ -15,7 +15,10 @@ from ._central import EdgeLimitReached as EdgeLimitReached
 from ._central import central_flow as central_flow
 from ._complementarity import ComplementarityError as ComplementarityError
 from ._cosine import update_cosine as update_cosine
+from ._edge_warning import EdgeOfStabilityWarning as EdgeOfStabilityWarning
 from ._modified import modified_flow as modified_flow
+from ._sharpness import Sharpness as Sharpness
+from ._sharpness import SharpnessAlong as SharpnessAlong
 from ._sharpness import sharpness as sharpness
 from ._sharpness import sharpness_along as sharpness_along
 
@@ -29,8 +32,11 @@ __all__ = [
     "central_flow",
     "ComplementarityError",
     "EdgeLimitReached",
+    "EdgeOfStabilityWarning",
     "update_cosine",
     "modified_flow",
+    "Sharpness",
+    "SharpnessAlong",
     "sharpness",
     "sharpness_along",
 ]
