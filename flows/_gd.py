@@ -256,7 +256,9 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
             saving = k_next == k_save
             y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_next - k))
             if not _finite(y_next) and not saving and k_save is None:
-                _warn_diverged(eta, rule, k_next, None, what, advice)  # past the horizon: all saves kept
+                _warn_diverged(
+                    eta, rule, k_next, None, what, advice
+                )  # past the horizon: all saves kept
                 break
             if not _finite(y_next):
                 raise _diverged(

@@ -26,6 +26,7 @@ from ._maps import extragradient as extragradient
 
 # The discrete maps
 from ._maps import gradient_descent_ascent as gradient_descent_ascent
+from ._maps import ode_gan_splitting as ode_gan_splitting
 from ._maps import step_eigenvalues as step_eigenvalues
 from ._objectives import OBJECTIVES as OBJECTIVES
 from ._objectives import gan_loss as gan_loss
@@ -46,6 +47,7 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "gradient_descent_ascent",
     "extragradient",
     "consensus_optimization",
+    "ode_gan_splitting",
     "step_eigenvalues",
     "METHODS",
     "gan_loss",

