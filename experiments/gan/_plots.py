@@ -68,8 +68,8 @@ def draw_portraits(panels):
                Line2D([], [], color="tab:blue", marker=".", lw=0.6, label="AltGD"),
                Line2D([], [], color="0.7", lw=2, label="direction of the GDA field")]  # fmt: skip
     figure_legend(fig, handles, ncol=4)
-    fig.suptitle("Dirac-GAN: unregularised GDA orbits are closed, SimGD spirals out, AltGD "
-                 "stays bounded; R1, noise, consensus and MY converge to (0, 0)")  # fmt: skip
+    fig.suptitle("Dirac-GAN: zero-sum unregularised orbits are closed, SimGD spirals out, "
+                 "AltGD stays bounded; R1, noise, consensus and MY converge to (0, 0)")  # fmt: skip
     return fig
 
 
