@@ -6,25 +6,31 @@ Conventions: params = (generator, discriminator); a loss is one L(gen, disc), wh
 generator descends and the discriminator ascends, or a pair (L_gen, L_disc); a discrete step η
 covers flow time η (step k at t = kη).
 
+The vocabulary:
+
+- the flow and its spectrum: `gda_flow`, `GameField`, `jacobian_eigenvalues`;
+- the discrete maps: `gradient_descent_ascent` (SimGD, AltGD), `extragradient`,
+  `consensus_optimization`, `ode_gan_splitting`, `step_eigenvalues`, `METHODS`;
+- GAN objectives on fixed samples: `gan_loss`, `OBJECTIVES`, `ACTIVATIONS` (the f-GAN's
+  output activations for the f of `flows.divergences`);
+- penalties: `R1`, `R2`, `GradientPenalty`, `OneSidedLipschitz`, `AdversarialLipschitz`,
+  `MoreauYosida`, `InstanceNoise`, `AbstractPenalty`;
+- the Dirac-GAN: `dirac_gan`, `dirac_data`, `dirac_eigenvalues`, `dirac_period`.
+
 Reference: Mescheder, Geiger & Nowozin, "Which training methods for GANs actually converge?",
 ICML 2018.
 """
 
-# GAN objectives and penalties, the Dirac-GAN and its closed forms
 from ._dirac import dirac_data as dirac_data
 from ._dirac import dirac_eigenvalues as dirac_eigenvalues
 from ._dirac import dirac_gan as dirac_gan
 from ._dirac import dirac_period as dirac_period
 from ._fgan import ACTIVATIONS as ACTIVATIONS
-
-# The flow and its spectrum
 from ._field import GameField as GameField
 from ._flow import gda_flow as gda_flow
 from ._maps import METHODS as METHODS
 from ._maps import consensus_optimization as consensus_optimization
 from ._maps import extragradient as extragradient
-
-# The discrete maps
 from ._maps import gradient_descent_ascent as gradient_descent_ascent
 from ._maps import ode_gan_splitting as ode_gan_splitting
 from ._maps import step_eigenvalues as step_eigenvalues

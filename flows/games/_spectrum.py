@@ -78,7 +78,7 @@ def jacobian_eigenvalues(
     - `k`: how many to return (those of largest real part); `None`: all (dense) or
       `krylov_dim` (Arnoldi).
     - `consensus`: γ ≥ 0, the Jacobian of v − γ∇½‖v‖² instead.
-    - `method`: "dense" (the p × p Jacobian from p JVPs, `numpy`-free `jnp.linalg.eigvals`),
+    - `method`: "dense" (the p × p Jacobian from p JVPs, then `jnp.linalg.eigvals`),
       "arnoldi" (`krylov_dim` JVPs; the Ritz values of largest real part: exact once the
       Krylov space is invariant, else approximations that are best for the eigenvalues on
       the outside of the spectrum), or "auto": dense up to `DENSE_MAX` = 400 trainable

@@ -94,3 +94,18 @@ def test_wgan_gp_field_jumps_at_psi_0_and_the_origin_repels():
     _, pair = games.dirac_gan("wgan", theta=0.0, psi=1e-3)
     traj = games.gda_flow(loss, pair, 5.0, ts=np.array([0.0, 5.0]))
     assert np.sqrt(_radius2(traj))[-1] > 0.5
+
+
+def test_a_checkpoint_resumes_the_game_flow(tmp_path):
+    """gda_flow writes gradient_flow's checkpoints; a second call reads the finished one back
+    (the same saves, no new steps), and a checkpoint of another game is refused."""
+    loss, pair = games.dirac_gan("gan", penalty=games.R1(0.3), theta=1.0, psi=-0.5)
+    path = tmp_path / "game.npz"
+    ts = np.linspace(0.0, 5.0, 6)
+    first = games.gda_flow(loss, pair, 5.0, ts=ts, checkpoint=path)
+    again = games.gda_flow(loss, pair, 5.0, ts=ts, checkpoint=path)
+    np.testing.assert_array_equal(again.params[0].theta, first.params[0].theta)
+    np.testing.assert_array_equal(again.params[1].psi, first.params[1].psi)
+    other, _ = games.dirac_gan("gan", penalty=games.R1(0.4), theta=1.0, psi=-0.5)
+    with pytest.raises(ValueError, match="checkpoint"):
+        games.gda_flow(other, pair, 5.0, ts=ts, checkpoint=path)
