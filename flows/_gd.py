@@ -96,7 +96,7 @@ def _warn_diverged(eta, rule, k, verdict, what="gradient descent", advice=_HESSI
         f"come back below {rule.growth:g} times within {rule.window} steps (it {then} at step "
         f"{k}); eta={eta} {advice}: reduce eta",
         DivergenceWarning,
-        stacklevel=3,
+        stacklevel=4,  # _warn_diverged, iterate_map, gradient_descent (or a game's map): its caller
     )
 
 
@@ -211,7 +211,7 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
         warn_above_edge(
             "gradient_descent", loss, params0, eta, 2.0, "S(0)",
             "GD is unstable along the top eigenvector from its first step (it catapults or "
-            "diverges), and no flow is its limit there",
+            "diverges), and no flow is its limit there", stacklevel=4,  # the caller of GD
         )  # fmt: skip
     field = make_field(static)
     recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)

@@ -230,7 +230,7 @@ def test_run_without_an_experiment_names_them_not_argparse_internals(capsys):
     assert info.value.code == 2
     assert capsys.readouterr().err == (
         "gradflows run: error: name the experiment to run, one of lazy, portrait, balance, ntk, "
-        "eos: gradflows run NAME (gradflows run NAME --help for its options)\n"
+        "eos, gan: gradflows run NAME (gradflows run NAME --help for its options)\n"
     )
 
 
