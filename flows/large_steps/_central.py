@@ -223,7 +223,9 @@ def central_flow(
     predicted time average of GD's loss; `stats` adds `events`, a list of `(t, m)`: m
     eigenvalues tracked from t on.
 
-    **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0`, or a
+    **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0` (also where
+    S(0) > 2/η: the message names S(0) and 2/η; eigenvalues within 1e-8 of 2/η at t = 0
+    start tracked where X can hold them, else the flow starts as the gradient flow), or a
     setting; `TypeError` naming `loss` (not a float scalar); `MaxStepsReached` with the time
     reached; `EdgeLimitReached` where eigenvalue k + 1 reaches 2/η; `ComplementarityError`
     (a `FloatingPointError`) naming the time and the residual where the QP is not solved to
