@@ -222,6 +222,7 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
                           "2-D mixture: distance of each discrete run from the exact flow at "
                           "the same flow time", log=True), "mixture_gaps")  # fmt: skip
         save(_per_variant(mixture, "modes", "modes covered (of 8)",
-                          "2-D mixture: modes covered (≥ 1 % of 512 samples within 0.25)"),
+                          "2-D mixture: modes covered (≥ 1 % of 512 samples within 0.25); the "
+                          "discrete runs' counts follow the flow's only where they track it (R1)"),
              "mixture_modes")  # fmt: skip
     return written
