@@ -5,6 +5,8 @@ the solvers, the losses, `log_times`); each subject has a subpackage:
 
 - `flows.divergences`: the f-divergence registry (f, f*, (f*)′, (f*)″) and Γ_w, shared by
   optimal transport and f-GANs;
+- `flows.games`: GAN training as a two-player game: the GDA flow, its spectrum, the
+  discrete maps, GAN objectives and penalties;
 - `flows.large_steps`: gradient descent past 2/η: sharpness, modified and central flows,
   the catapult;
 - `flows.lazy`: the F_α / F̄_α pair, its rules, closed form and theory constants;
@@ -39,6 +41,7 @@ enable_compilation_cache()
 # The flows: integrating dθ/dt = −∇F(θ), and gradient descent against it
 # Subjects, each a subpackage
 from . import divergences as divergences  # noqa: E402
+from . import games as games  # noqa: E402
 from . import large_steps as large_steps  # noqa: E402
 from . import lazy as lazy  # noqa: E402
 from . import nonsmooth as nonsmooth  # noqa: E402
@@ -84,6 +87,7 @@ from .large_steps import sharpness as sharpness  # noqa: E402
 
 __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "divergences",
+    "games",
     "large_steps",
     "lazy",
     "nonsmooth",

@@ -33,11 +33,19 @@ from ._stats import SolveStats
 from ._times import log_times
 
 
+def euler_step(field, t, y, eta):
+    """One step y + η·field(t, y): gradient descent's, and that of any map given as a field."""
+    return jax.tree.map(lambda a, g: a + eta * g, y, field(t, y, None))
+
+
 @eqx.filter_jit
 def _descend(field, y, eta, k0, n):
+    # A discrete map other than Euler's (a game's alternating or extragradient step) gives
+    # its own `step(t, y, eta)`, computed as written.
+    advance = getattr(field, "step", None) or (lambda t, y, eta: euler_step(field, t, y, eta))
+
     def step(i, y):
-        v = field((k0 + i) * eta, y, None)
-        return jax.tree.map(lambda a, g: a + eta * g, y, v)
+        return advance((k0 + i) * eta, y, eta)
 
     return jax.lax.fori_loop(0, n, step, y)
 
@@ -70,8 +78,12 @@ def _since(rule) -> str:
     return f", after rising to {value:.6g} at step {j} ({ratio:.3g} times |L(0)| above L(0))"
 
 
-def _warn_diverged(eta, rule, k, verdict) -> None:
-    """The `DivergenceWarning` of `gradient_descent`, naming η, the excursion's step and loss."""
+_HESSIAN_ADVICE = "is above the stability limit 2/λ_max of the Hessian"
+
+
+def _warn_diverged(eta, rule, k, verdict, what="gradient descent", advice=_HESSIAN_ADVICE):
+    """The `DivergenceWarning` of `gradient_descent` (or of the map `what`), naming η, the
+    excursion's step and loss."""
     j, value = (verdict.step, verdict.value) if verdict is not None else rule.start
     then = (
         "became non-finite"
@@ -79,12 +91,12 @@ def _warn_diverged(eta, rule, k, verdict) -> None:
         else (f"was {verdict.confirmed_value:.6g}")
     )
     warnings.warn(
-        f"gradient descent diverges: the loss rose from {rule.loss0:.6g} to {value:.6g} by step "
+        f"{what} diverges: the loss rose from {rule.loss0:.6g} to {value:.6g} by step "
         f"{j} (t={j * eta:.6g}), {rule.ratio(value):.3g} times |L(0)| above L(0), and did not "
         f"come back below {rule.growth:g} times within {rule.window} steps (it {then} at step "
-        f"{k}); eta={eta} is above the stability limit 2/λ_max of the Hessian: reduce eta",
+        f"{k}); eta={eta} {advice}: reduce eta",
         DivergenceWarning,
-        stacklevel=3,
+        stacklevel=4,  # _warn_diverged, iterate_map, gradient_descent (or a game's map): its caller
     )
 
 
@@ -154,6 +166,22 @@ def gradient_descent(
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
     over a fixed horizon is first order in η).
     """
+    return iterate_map(
+        lambda static: _GradientField(loss, static), loss, params0, t1, eta=eta, ts=ts,
+        settings=settings, observables=observables, save_params=save_params,
+        progress=progress, overrides=overrides,
+    )  # fmt: skip
+
+
+def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables, save_params,
+                progress, overrides, what="gradient descent", config=None,
+                advice=_HESSIAN_ADVICE) -> Trajectory:  # fmt: skip
+    """`gradient_descent`'s iteration, checks, records and failures for the map
+    y ↦ y + η·field(t, y) (or `field.step(t, y, η)` where the field defines one), with
+    `field = make_field(static)` on the trainable leaves of `params0`; `what` names the map in
+    messages, `advice` says what η is when the iterates diverge, `config` replaces entries
+    of the trajectory's config (its `"solver"` also names `stats["solvers"]`). The warning
+    at S(0) > 2/η is gradient descent's alone (`what="gradient descent"`)."""
     t1 = check_positive("t1", t1)
     eta = check_positive("eta", eta)
     settings = resolve_settings(settings, overrides)
@@ -177,15 +205,23 @@ def gradient_descent(
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
-    from .large_steps._edge_warning import warn_above_edge  # (large_steps imports flows)
+    if what == "gradient descent":
+        from .large_steps._edge_warning import warn_above_edge  # (large_steps imports flows)
 
-    warn_above_edge(
-        "gradient_descent", loss, params0, eta, 2.0, "S(0)",
-        "GD is unstable along the top eigenvector from its first step (it catapults or "
-        "diverges), and no flow is its limit there",
-    )  # fmt: skip
-    field = _GradientField(loss, static)
+        warn_above_edge(
+            "gradient_descent", loss, params0, eta, 2.0, "S(0)",
+            "GD is unstable along the top eigenvector from its first step (it catapults or "
+            "diverges), and no flow is its limit there", stacklevel=4,  # the caller of GD
+        )  # fmt: skip
+    field = make_field(static)
     recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
+    named = {
+        "solver": "gradient_descent",
+        "eta": eta,
+        "t1": t1,
+        "max_steps": settings.max_steps,
+        **(config or {}),
+    }
 
     def result(records, steps) -> Trajectory:
         saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
@@ -196,22 +232,16 @@ def gradient_descent(
             num_accepted_steps=k,
             grad_evals=k,
             chunks=len(steps),
-            solvers=["gradient_descent"],
+            solvers=[named["solver"]],
         )
-        config = {
-            "solver": "gradient_descent",
-            "eta": eta,
-            "t1": t1,
-            "max_steps": settings.max_steps,
-        }
-        return trajectory(steps * eta, params, saved, stats, config)
+        return trajectory(steps * eta, params, saved, stats, named)
 
     records, y, k, rule, warned = [], trainable, 0, None, False
     saves = iter(save_steps)
     k_save = next(saves)
     with progress_bar(
         total=int(save_steps[-1]),
-        desc="gradient descent",
+        desc=what,
         unit="step",
         disable=not progress,
         leave=False,
@@ -226,11 +256,13 @@ def gradient_descent(
             saving = k_next == k_save
             y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_next - k))
             if not _finite(y_next) and not saving and k_save is None:
-                _warn_diverged(eta, rule, k_next, None)  # past the horizon: all saves kept
+                _warn_diverged(
+                    eta, rule, k_next, None, what, advice
+                )  # past the horizon: all saves kept
                 break
             if not _finite(y_next):
                 raise _diverged(
-                    f"gradient descent became non-finite between step {k} (t={k * eta:.6g}) "
+                    f"{what} became non-finite between step {k} (t={k * eta:.6g}) "
                     f"and step {k_next} (t={k_next * eta:.6g}){_since(rule)}; reduce eta "
                     f"(got {eta})",
                     records, save_steps, result,
@@ -250,7 +282,7 @@ def gradient_descent(
             rule = DivergenceRule(value) if rule is None else rule
             if not np.isfinite(value) and saving:
                 raise _diverged(
-                    f"gradient descent became non-finite at step {k} (t={k * eta:.6g}): the "
+                    f"{what} became non-finite at step {k} (t={k * eta:.6g}): the "
                     f"loss is {value} (it was {rule.loss0:.6g} at step {save_steps[0]})"
                     f"{_since(rule)}; reduce eta (got {eta})",
                     records, save_steps, result,
@@ -258,7 +290,7 @@ def gradient_descent(
             verdict = rule.update(k, value) if not warned else None
             if verdict is not None:
                 warned = True
-                _warn_diverged(eta, rule, k, verdict)
+                _warn_diverged(eta, rule, k, verdict, what, advice)
             if saving:
                 records.append(record)
                 k_save = next(saves, None)

@@ -14,6 +14,9 @@ from ._activations import AbsFamily as AbsFamily  # noqa: E402
 from ._activations import abs_family as abs_family  # noqa: E402
 from ._activations import activation as activation  # noqa: E402
 from ._deep_linear import DeepLinearNet as DeepLinearNet  # noqa: E402
+from ._dirac_gan import DiracGAN as DiracGAN  # noqa: E402
+from ._dirac_gan import DiracGenerator as DiracGenerator  # noqa: E402
+from ._dirac_gan import LinearCritic as LinearCritic  # noqa: E402
 from ._frozen import Frozen as Frozen  # noqa: E402
 from ._frozen import partition as partition  # noqa: E402
 from ._frozen import read_frozen as read_frozen  # noqa: E402
@@ -30,6 +33,9 @@ __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
     "abs_family",
     "activation",
     "DeepLinearNet",
+    "DiracGAN",
+    "DiracGenerator",
+    "LinearCritic",
     "Frozen",
     "partition",
     "read_frozen",

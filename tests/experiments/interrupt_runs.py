@@ -31,6 +31,11 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
     "eos": (["--n-train", "20", "--width", "4", "--etas", "0.8,0.4,0.2", "--t1", "8",
              "--flows", "gradient", "--uv-points", "4", "--uv-steps", "10", "--no-progress",
              "--workers", "0"], f"part-{task_key({'part': 'eta', 'eta': 0.8})}.json"),
+    # two Dirac-GAN variants, the locus and a tiny mixture: the first part is the GAN's
+    "gan": (["--dirac", "gan,wgan", "--mixture", "gan", "--mixture-t1", "1", "--mixture-eta",
+             "0.25", "--saves", "3", "--width", "3", "--samples", "16", "--t1", "6",
+             "--no-progress", "--workers", "0"],
+            f"part-{task_key({'part': 'dirac', 'variant': 'gan'})}.json"),
 }  # fmt: skip
 
 

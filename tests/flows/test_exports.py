@@ -11,6 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = [
     "flows",
     "flows.divergences",
+    "flows.games",
     "flows.large_steps",
     "flows.lazy",
     "flows.nonsmooth",

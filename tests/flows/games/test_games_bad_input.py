@@ -1,0 +1,84 @@
+"""Bad input to flows.games: one clear error naming the argument (issue 39's list)."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import models
+from flows import games
+
+
+def _dirac():
+    return games.dirac_gan("gan", theta=0.5, psi=0.5)
+
+
+def test_params0_not_a_pair():
+    loss, pair = _dirac()
+    for bad in (pair[0], (pair[0],), (pair[0], pair[1], pair[1])):
+        with pytest.raises(ValueError, match="params0 must be a pair"):
+            games.gda_flow(loss, bad, 1.0)
+    with pytest.raises(ValueError, match="params0 must be a pair"):
+        games.gradient_descent_ascent(loss, pair[0], 1.0, eta=0.1)
+
+
+def test_loss_not_scalar():
+    _, pair = _dirac()
+    with pytest.raises(TypeError, match="^loss: loss must return one float scalar"):
+        games.gda_flow(lambda g, d: g.theta * d.psi, pair, 1.0)
+    with pytest.raises(TypeError, match=r"^loss\[1\]: loss must return"):
+        games.jacobian_eigenvalues((lambda g, d: jnp.sum(g.theta), lambda g, d: d.psi), pair)
+    with pytest.raises(TypeError, match="loss must be a function L"):
+        games.gda_flow("gan", pair, 1.0)
+
+
+@pytest.mark.parametrize("eta", [0.0, -0.1])
+def test_eta_not_positive(eta):
+    loss, pair = _dirac()
+    with pytest.raises(ValueError, match="^eta must be finite and > 0"):
+        games.gradient_descent_ascent(loss, pair, 1.0, eta=eta)
+    with pytest.raises(ValueError, match="^eta must be finite and > 0"):
+        games.step_eigenvalues(loss, pair, eta=eta)
+
+
+def test_unknown_divergence_or_penalty():
+    real, latent = games.dirac_data()
+    with pytest.raises(ValueError, match="^objective must be one of"):
+        games.gan_loss(real, latent, "kullback")
+    with pytest.raises(ValueError, match="^penalty must be a flows.games penalty"):
+        games.gan_loss(real, latent, "gan", penalty="r1")
+    with pytest.raises(ValueError, match="^objective='tv' with tight=True"):
+        games.gan_loss(real, latent, "tv", tight=True)
+
+
+def test_negative_gamma():
+    for make in (games.R1, games.R2, games.GradientPenalty):
+        with pytest.raises(ValueError, match="^gamma must be >= 0"):
+            make(-0.1)
+    loss, pair = _dirac()
+    with pytest.raises(ValueError, match="^consensus must be >= 0"):
+        games.gda_flow(loss, pair, 1.0, consensus=-1.0)
+    with pytest.raises(ValueError, match="^consensus must be >= 0"):
+        games.consensus_optimization(loss, pair, 1.0, eta=0.1, gamma=-1.0)
+    with pytest.raises(ValueError, match="^sigma must be >= 0"):
+        games.InstanceNoise(-1.0)
+
+
+def test_float32_refused():
+    loss, _ = _dirac()
+    pair = (models.DiracGenerator(jnp.ones(1, jnp.float32)), models.LinearCritic(jnp.ones(1)))
+    with pytest.raises(ValueError, match=r"^params0\[0\] \(the generator\) holds float32"):
+        games.gda_flow(loss, pair, 1.0)
+    with pytest.raises(ValueError, match="^real holds float32 samples"):
+        games.gan_loss(np.zeros((1, 1), np.float32), np.zeros((1, 1)))
+
+
+def test_divergent_simgd_reports_the_step_and_keeps_the_finite_part():
+    """WGAN SimGD at η = 10 multiplies r² by 101 per step: it overflows near step 150."""
+    loss, pair = games.dirac_gan("wgan", theta=1.0, psi=0.5)
+    # the loss ψθ changes sign as the iterates rotate (84° a step): no rise that stays up,
+    # so no DivergenceWarning (the rule of flows._divergence); the overflow is the error
+    with pytest.raises(FloatingPointError, match=r"^SimGD became non-finite .*step \d+") as e:
+        games.gradient_descent_ascent(loss, pair, 5000.0, eta=10.0, ts=np.arange(0, 5001, 10.0))
+    partial = e.value.partial
+    assert partial is not None and np.all(np.isfinite(partial.params[0].theta))
+    assert len(partial.ts) >= 10
