@@ -178,10 +178,10 @@ class CrossEntropyLoss:
     rows t_i of shape `(n, k)` (one-hot, or probabilities summing to 1). By logsumexp, so
     exact at any logit scale (no overflow of exp, no log of an underflowed softmax).
 
-    **Raises:** `ValueError` when the logits are not `(n, k)` with k >= 2 (one logit, `(n, 1)`,
-    gives 0 for every network: use `LogisticLoss`), or the targets' shape fits neither form
-    (checked at trace time), or when concrete labels are not integers in [0, k) or concrete
-    rows are not probabilities (entries >= 0 summing to 1 within 1e-6).
+    **Raises:** `ValueError` when the logits are not `(n, k)` with n >= 1 and k >= 2 (one
+    logit, `(n, 1)`, gives 0 for every network: use `LogisticLoss`), or the targets' shape
+    fits neither form (checked at trace time), or when concrete labels are not integers in
+    [0, k) or concrete rows are not probabilities (entries >= 0 summing to 1 within 1e-6).
     """
 
     reduction: str = "sum"
@@ -198,6 +198,8 @@ class CrossEntropyLoss:
                 "(the softmax of a single logit is 1): for two classes use flows.LogisticLoss "
                 "on the logit of shape (n,) with targets 2*y - 1, or give 2 logits"
             )
+        if pred.shape[0] == 0:  # the mean over no rows was NaN, the sum 0.0, silently
+            raise ValueError(f"logits of shape {pred.shape} are empty: give at least one row")
         lse = jax.scipy.special.logsumexp(pred, axis=1)
         if target.shape == pred.shape[:1]:
             _check_labels(target, pred.shape[1])

@@ -12,11 +12,14 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._generators import KL, AbstractDivergence, Chi2, get
 
 TOL = 1e-14  # relative step (and bracket width) at which the Newton iteration stops
 MAX_STEPS = 200  # a bisection alone reaches 1e-14 relative from any bracket in < 110
+#: How far Σ w may lie from 1 (n weights 1/n sum to 1 within n·eps: 1e-8 allows n ~ 1e7).
+WEIGHT_SUM_TOL = 1e-8
 
 
 def _sums(div, h, w, gamma):
@@ -134,7 +137,9 @@ def gamma(h, w, divergence="kl"):
     **Returns:** float64 array of shape `h.shape[:-1]`.
 
     **Raises:** `ValueError` naming `divergence` if it is unknown or not of Legendre type
-    ("tv"), or naming `h` and `w` if their last axes differ.
+    ("tv"), naming `h` and `w` if their last axes differ, and outside `jit` naming `w` if it
+    holds a negative or non-finite entry or does not sum to 1 (within `WEIGHT_SUM_TOL`), or
+    naming `h` if it holds NaN.
 
     **Reference:** Terjék & González-Sánchez, AISTATS 2022 (arXiv 2105.14337), Sec. 3."""
     div = get(divergence, legendre=True)
@@ -145,5 +150,24 @@ def gamma(h, w, divergence="kl"):
             f"h of shape {h.shape} and w of shape {w.shape} do not match: "
             "w must be (n,) and h (..., n)"
         )
+    _check_weights(h, w)
     row = functools.partial(_gamma_row, div)
     return jnp.vectorize(row, signature="(n),(n)->()")(h, w)
+
+
+def _check_weights(h, w) -> None:
+    """Outside `jit`: w ≥ 0, finite, Σ w = 1, and h free of NaN. A weight vector summing to
+    2 returned Γ + log 2 for KL (a silently different number), a negative or NaN weight was
+    dropped as if it were 0, all-zero weights gave -inf or NaN, and a NaN in h gave NaN."""
+    if isinstance(w, jax.core.Tracer):
+        return
+    weights = np.asarray(w)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError(f"w must hold finite weights >= 0, got {weights!r}")
+    total = float(np.sum(weights))
+    if abs(total - 1.0) > WEIGHT_SUM_TOL:
+        raise ValueError(
+            f"w must sum to 1 (a probability vector), got sum {total!r}; divide w by its sum"
+        )
+    if not isinstance(h, jax.core.Tracer) and np.any(np.isnan(np.asarray(h))):
+        raise ValueError("h holds NaN")

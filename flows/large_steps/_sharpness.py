@@ -65,7 +65,10 @@ def _top(f, w, v0, k, m_max, tol):
     # Hessian-vector product per pair, differentiable: λ = vᵀH(w)v with v held fixed has
     # derivative vᵀ(∂H)v, the derivative of a simple eigenvalue (Hellmann–Feynman), in both
     # modes and with respect to anything the loss depends on.
-    f0, w0 = jax.lax.stop_gradient((f, w))
+    # (arrays only: the loss's static part may hold functions, such as eqx.nn.MLP's default
+    # activation jax.nn.relu, a custom_jvp that stop_gradient refused as 'not a valid JAX type')
+    arrays, rest = eqx.partition((f, w), eqx.is_array)
+    f0, w0 = eqx.combine(jax.lax.stop_gradient(arrays), rest)
     V0 = start_block(jax.lax.stop_gradient(v0), _KEY)
     _, vectors, n, _ = band_lanczos_top(lambda v: hvp(f0, w0, v), V0, k, m_max, tol, _KEY)
     Hv = jax.vmap(lambda v: hvp(f, w, v))(vectors)

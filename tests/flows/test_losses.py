@@ -147,3 +147,12 @@ def test_a_0d_prediction_is_refused_naming_its_shape(loss):
     # accepted it as one example outside the documented shapes
     with pytest.raises(ValueError, match=r"shape \(\)"):
         loss(jnp.array(0.3), jnp.array(1.0))
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("target", [(0,), (0, 3)])
+def test_cross_entropy_refuses_empty_logits_naming_the_shape(reduction, target):
+    # the mean over no rows was NaN and the sum 0.0, silently (the other losses refuse (0,))
+    loss = flows.CrossEntropyLoss(reduction)
+    with pytest.raises(ValueError, match=r"logits of shape \(0, 3\) are empty"):
+        loss(jnp.zeros((0, 3)), jnp.zeros(target, dtype=int if len(target) == 1 else float))

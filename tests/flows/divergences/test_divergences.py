@@ -186,3 +186,28 @@ def test_gamma_bad_input_names_the_argument():
         D.gamma(jnp.zeros(3), jnp.ones(3) / 3, "tv")
     with pytest.raises(ValueError, match=r"h of shape \(3,\) and w of shape \(4,\)"):
         D.gamma(jnp.zeros(3), jnp.ones(4) / 4)
+
+
+@pytest.mark.parametrize(
+    "w, match",
+    [
+        ([0.4, 1.0, 0.6], "w must sum to 1"),  # KL gave Γ + log 2, a different number
+        ([-0.2, 0.9, 0.3], "finite weights >= 0"),  # the negative entry was dropped
+        ([np.nan, 0.5, 0.5], "finite weights >= 0"),  # the NaN entry was dropped
+        ([0.0, 0.0, 0.0], "w must sum to 1"),  # -inf (KL, χ²) or NaN (the others)
+    ],
+)
+def test_gamma_refuses_weights_that_are_not_a_probability_vector(w, match):
+    h = jnp.array([0.3, -1.0, 2.0])
+    for name in ("kl", "reverse_kl", "chi2"):
+        with pytest.raises(ValueError, match=match):
+            D.gamma(h, jnp.asarray(w), name)
+
+
+def test_gamma_refuses_nan_h_and_accepts_weights_summing_to_1_within_round_off():
+    with pytest.raises(ValueError, match="h holds NaN"):
+        D.gamma(jnp.array([np.nan, 0.0, 1.0]), jnp.ones(3) / 3)
+    n = 1000
+    h = jnp.linspace(-1.0, 1.0, n)
+    w = np.full(n, 0.1 / n * 10)  # sums to 1 within round-off, not exactly
+    assert abs(float(D.gamma(h, w)) - float(sp.logsumexp(np.asarray(h), b=w))) < 1e-14

@@ -117,3 +117,24 @@ def test_sharpness_warns_when_max_iters_stops_lanczos_above_tol():
     assert f"residual ‖Hv − λv‖ = {float(result.residuals[0]):.2g} of eigenvalue 1" in said
     v, lam = np.asarray(result.vectors[0]), float(result.values[0])
     np.testing.assert_allclose(result.residuals[0], np.linalg.norm(d * v - lam * v), rtol=1e-10)
+
+
+def test_sharpness_of_an_equinox_mlp_with_its_default_relu_matches_dense_eigh():
+    # eqx.nn.MLP's default activation jax.nn.relu is a custom_jvp held in the module's static
+    # part: sharpness raised TypeError "... custom_jvp ... is not a valid JAX type"
+    import equinox as eqx
+    from jax.flatten_util import ravel_pytree
+
+    net = eqx.nn.MLP(2, "scalar", 4, 1, key=jax.random.PRNGKey(0))
+    X = jax.random.normal(jax.random.PRNGKey(1), (10, 2))
+
+    def loss(m):
+        return jnp.mean(jax.vmap(m)(X) ** 2)
+
+    arrays, rest = eqx.partition(net, eqx.is_inexact_array)
+    flat, unravel = ravel_pytree(arrays)
+    H = jax.hessian(lambda q: loss(eqx.combine(unravel(q), rest)))(flat)
+    dense = np.linalg.eigh(np.asarray(H))[0][::-1][:3]
+    values = np.asarray(flows.sharpness(loss, net, 3))
+    # measured: relative error 1e-15
+    assert np.max(np.abs(values - dense)) / abs(dense[0]) < 1e-9
