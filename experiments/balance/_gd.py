@@ -23,6 +23,8 @@ def gd_task(problem, s, task, ctx) -> tuple[dict, dict]:
     try:
         with warnings.catch_warnings():  # a diverging η has no drift to fit: one line, exit 2
             warnings.simplefilter("error", flows.DivergenceWarning)
+            # ηS(0) > 2 is what --etas explores; a divergence is the one line that says so
+            warnings.simplefilter("ignore", flows.large_steps.EdgeOfStabilityWarning)
             traj = flows.gradient_descent(
                 problem.logistic,
                 problem.net0,

@@ -105,6 +105,8 @@ def _gradient_descent(objective: Callable, w0: np.ndarray, eta: float, steps: in
     t1 = eta * steps
     with warnings.catch_warnings():
         warnings.simplefilter("error", flows.DivergenceWarning)
+        # the portrait draws GD at any η; a divergence is the one line that says so
+        warnings.simplefilter("ignore", flows.large_steps.EdgeOfStabilityWarning)
         try:
             traj = flows.gradient_descent(
                 lambda w: jnp.reshape(objective(w), ()),
