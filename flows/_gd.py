@@ -281,10 +281,17 @@ def iterate_map(make_field, loss, params0, t1, *, eta, ts, settings, observables
                 )  # fmt: skip
             rule = DivergenceRule(value) if rule is None else rule
             if not np.isfinite(value) and saving:
+                # -inf: a loss unbounded below, which no step size cures ("reduce eta" misled)
+                advice = (
+                    f"reduce eta (got {eta})"
+                    if value != -np.inf
+                    else f"the loss is unbounded below along this path: gradient descent reaches "
+                    f"-inf at every eta, only later as eta shrinks (got eta={eta}); check the loss"
+                )
                 raise _diverged(
                     f"{what} became non-finite at step {k} (t={k * eta:.6g}): the "
                     f"loss is {value} (it was {rule.loss0:.6g} at step {save_steps[0]})"
-                    f"{_since(rule)}; reduce eta (got {eta})",
+                    f"{_since(rule)}; {advice}",
                     records, save_steps, result,
                 )  # fmt: skip
             verdict = rule.update(k, value) if not warned else None

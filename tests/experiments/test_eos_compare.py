@@ -73,7 +73,13 @@ def test_the_catapult_is_not_divergence():
     # uv model, m = 1e4, η = 3/λ0: the loss spikes 1,745 times at step 6 and converges to
     # 6.7e-33 by step 300. Was "diverged at step 6" with 5 of 300 steps kept.
     params, lam0 = _uv()
-    gd = descend(uv_loss(0.0), params, eta=3.0 / lam0, steps=300)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gd = descend(uv_loss(0.0), params, eta=3.0 / lam0, steps=300)
+    # GD past 2/η is the experiment, not a mistake: EdgeOfStabilityWarning was printed on
+    # the CLI as a raw Python warning, again for each chunk of 50 steps starting above 2/η
+    edge = [w for w in caught if issubclass(w.category, flows.large_steps.EdgeOfStabilityWarning)]
+    assert not edge, [str(w.message) for w in edge]
     loss = gd.trajectory.loss
     assert gd.diverged is None and len(loss) == 301
     assert loss.max() / loss[0] == pytest.approx(1744.643, rel=1e-5) and np.argmax(loss) == 6

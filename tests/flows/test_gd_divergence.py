@@ -111,3 +111,16 @@ def test_a_loss_not_finite_at_the_start_does_not_blame_eta():
         "loss, the data scale and the initialisation"
     )
     assert info.value.partial is None
+
+
+def test_a_loss_falling_to_minus_inf_says_unbounded_below_not_reduce_eta():
+    # L = −w²: w doubles each step (η = 0.5), and w² overflows at k = 513 (as above), so the
+    # loss is −inf there; it said "reduce eta", which only delays −inf (every η > 0 gets there)
+    ts = 0.5 * np.arange(0.0, 521.0)
+    with pytest.raises(FloatingPointError) as info:
+        _silent_gd(lambda w: -jnp.sum(w**2), jnp.array([W0]), ts[-1], eta=0.5, ts=ts)
+    message = str(info.value)
+    assert message.startswith("gradient descent became non-finite at step 513 (t=256.5)")
+    assert "the loss is -inf" in message and "unbounded below" in message
+    assert "reduce eta" not in message and "\n" not in message
+    assert info.value.partial.loss[-1] == pytest.approx(-2 * W0**2 * 2.0**1023, rel=1e-12)
