@@ -17,6 +17,7 @@ EXPERIMENTS = {
     "balance": "experiments.balance",
     "ntk": "experiments.ntk",
     "eos": "experiments.eos",
+    "transport": "experiments.transport",
 }
 
 

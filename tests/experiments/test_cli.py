@@ -23,6 +23,8 @@ TINY = {
             "--no-progress"],
     "eos": ["--n-train", "20", "--width", "4", "--etas", "0.8", "--t1", "8", "--flows",
             "gradient", "--uv-points", "4", "--uv-steps", "10", "--no-progress", "--workers", "0"],
+    "transport": ["--n", "6", "--eps", "1", "--plan-eps", "1", "--flow-n", "3", "--t1", "0.2",
+                  "--no-progress", "--workers", "0"],
 }  # fmt: skip
 
 
@@ -228,7 +230,7 @@ def test_run_without_an_experiment_names_them_not_argparse_internals(capsys):
     assert info.value.code == 2
     assert capsys.readouterr().err == (
         "gradflows run: error: name the experiment to run, one of lazy, portrait, balance, ntk, "
-        "eos: gradflows run NAME (gradflows run NAME --help for its options)\n"
+        "eos, transport: gradflows run NAME (gradflows run NAME --help for its options)\n"
     )
 
 
