@@ -28,6 +28,7 @@ CASES = (
     "relu",
     "exprb_linear",
     "auto_family",
+    "transport",
 )
 TITLES = {
     "overhead": "1. solver overhead",
@@ -46,6 +47,7 @@ TITLES = {
     "relu": "14. gradflows run lazy --activation relu",
     "exprb_linear": "15. exprb32 steps on a stiff linear field",
     "auto_family": '16. solver="auto" ÷ best fixed on a generated family',
+    "transport": "17. f-regularised OT: KL vs POT/OTT, each f vs KL",
 }
 
 

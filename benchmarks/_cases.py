@@ -21,6 +21,7 @@ from ._case_overhead import case_overhead
 from ._case_scipy import case_scipy
 from ._case_stiff import case_stiff
 from ._case_torch import case_torch
+from ._case_transport import case_transport
 
 __all__ = ["CASES", "RUNNERS", "TITLES", "Config", "size"]
 
@@ -41,4 +42,5 @@ RUNNERS = {
     "relu": case_relu,
     "exprb_linear": case_exprb_linear,
     "auto_family": case_auto_family,
+    "transport": case_transport,
 }

@@ -18,6 +18,7 @@ EXPERIMENTS = {
     "ntk": "experiments.ntk",
     "eos": "experiments.eos",
     "gan": "experiments.gan",
+    "transport": "experiments.transport",
 }
 
 

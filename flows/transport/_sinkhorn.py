@@ -219,12 +219,14 @@ def sinkhorn(
             )
     held = [jax.lax.stop_gradient(x) for x in (a, b, cost)]
     iterations = jnp.asarray(0)
+    # ε, tol and max_iters as arrays: Python numbers would be static to `filter_jit`, and
+    # each new ε (every stage of a schedule) would compile the loop again
+    limits = jnp.asarray(tol, dtype=float), jnp.asarray(max_iters)
     for stage_eps in [*stages, eps]:
-        u, v, done, error = _iterate(
-            div, *held, jax.lax.stop_gradient(stage_eps), u, v, tol, max_iters
-        )
+        stage_eps = jax.lax.stop_gradient(jnp.asarray(stage_eps, dtype=float))
+        u, v, done, error = _iterate(div, *held, stage_eps, u, v, *limits)
         iterations = iterations + done
-    result = _certify(div, a, b, cost, eps, u, v, iterations)
+    result = _certify(div, a, b, cost, jnp.asarray(eps, dtype=float), u, v, iterations)
     concrete = not any(isinstance(x, jax.core.Tracer) for x in (error, eps))
     if concrete:
         if not float(error) <= tol:

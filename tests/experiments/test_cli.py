@@ -25,6 +25,8 @@ TINY = {
             "gradient", "--uv-points", "4", "--uv-steps", "10", "--no-progress", "--workers", "0"],
     "gan": ["--dirac", "gan", "--mixture", "gan", "--mixture-t1", "1", "--saves", "2",
             "--width", "2", "--samples", "8", "--t1", "2", "--no-progress", "--workers", "0"],
+    "transport": ["--n", "6", "--eps", "1", "--plan-eps", "1", "--flow-n", "3", "--t1", "0.2",
+                  "--no-progress", "--workers", "0"],
 }  # fmt: skip
 
 
@@ -230,7 +232,7 @@ def test_run_without_an_experiment_names_them_not_argparse_internals(capsys):
     assert info.value.code == 2
     assert capsys.readouterr().err == (
         "gradflows run: error: name the experiment to run, one of lazy, portrait, balance, ntk, "
-        "eos, gan: gradflows run NAME (gradflows run NAME --help for its options)\n"
+        "eos, gan, transport: gradflows run NAME (gradflows run NAME --help for its options)\n"
     )
 
 

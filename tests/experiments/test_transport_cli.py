@@ -1,0 +1,88 @@
+"""`gradflows run transport`: files and values of a tiny run, resume from parts, refusal of an
+existing folder, one-line errors."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from experiments._sweep import task_key
+from experiments.transport._data import clouds, cost
+from flows.transport import sinkhorn
+from tests.helpers import cli, one_line
+
+SMALL = ["--n", "12", "--eps", "1,0.1", "--plan-eps", "0.1", "--flow-n", "5", "--t1", "0.5"]
+SMALL += ["--no-progress"]
+
+
+def _run(*argv):
+    return cli("run", "transport", *argv)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    out = tmp_path_factory.mktemp("transport") / "run"
+    assert _run("--out", out, *SMALL, "--workers", "0") == 0
+    return out
+
+
+@pytest.mark.slow
+def test_run_writes_results_figures_and_the_values_of_a_solve(finished):
+    out = finished
+    for name in ("iterations_vs_eps", "sparsity_vs_eps", "plans", "particle_flow"):
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (out / "results.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    res = json.loads(text)
+    assert res["complete"] is True and len(res["cells"]) == 8
+    cell = res["cells"]["chi2"]["0.1"]
+    x, y = clouds(12, 0)
+    a = np.full(12, 1 / 12)
+    expected = sinkhorn(a, a, cost(x, y), 0.1, "chi2", tol=1e-10, eps_schedule=[1.0])
+    assert cell["converged"] and cell["iterations"] == int(expected.iterations)
+    assert cell["dual"] == pytest.approx(float(expected.dual), abs=1e-12)
+    assert abs(cell["gap"]) <= 1e-10 and cell["marginal_error"] <= 1e-10
+    for flow in res["flows"].values():
+        assert flow["mean_error"] < 1e-8  # the mean decays as e^-t
+    with np.load(out / "arrays.npz") as saved:
+        assert saved["plan__kl"].shape == (12, 12) and saved["positions__chi2"].shape == (7, 5, 2)
+
+
+@pytest.mark.slow
+def test_resume_computes_only_the_missing_part(finished, tmp_path):
+    folder = tmp_path / "resumed"
+    folder.mkdir()
+    for path in [finished / "config.json", *finished.glob("part-*")]:
+        shutil.copy(path, folder)
+    missing = task_key({"measure": "cell", "divergence": "js", "eps": 1.0})
+    (folder / f"part-{missing}.json").unlink()
+    assert _run("--resume", folder, "--no-progress", "--workers", "0") == 0
+    res = json.loads((folder / "results.json").read_text())
+    assert res["sweep"]["resumed"] == res["sweep"]["tasks"] - 1
+    ref = json.loads((finished / "results.json").read_text())
+    assert res["cells"]["js"]["1"]["iterations"] == ref["cells"]["js"]["1"]["iterations"]
+
+
+def test_existing_folder_is_refused(tmp_path, capsys):
+    out = tmp_path / "there"
+    out.mkdir()
+    (out / "keep.txt").write_text("old")
+    assert _run("--out", out, *SMALL) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "--out" in err and "exists" in err
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--eps", "0,1"], "--eps: each ε must be in (0, 100]"),
+        (["--plan-eps", "0.5"], "--plan-eps 0.5 must be one of --eps"),
+        (["--n", "1"], "--n must lie in [2, 5000], got 1"),
+        (["--tol", "0"], "--tol must be in [1e-15, 0.01]"),
+    ],
+)
+def test_bad_values_exit_2_with_one_line_naming_the_flag(tmp_path, capsys, argv, says):
+    assert _run("--out", tmp_path / "x", *SMALL, *argv) == 2
+    assert says in one_line(capsys.readouterr().err)
