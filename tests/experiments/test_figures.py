@@ -344,7 +344,7 @@ def test_homogeneous_figure_shows_relu_under_leaky_relu_and_the_floor_in_view(tm
     assert relu.get_linewidth() > 2 * leaky.get_linewidth() and leaky.get_linestyle() == "--"
     assert drift_ax.get_ylim()[0] <= 10 * P.EPS  # the shaded floor is on the axis
     labels = fig.legends[0].get_texts()
-    assert sum("Tsit5 alone stops" in t.get_text() for t in labels) == 2  # once per activation
+    assert sum("Tsit5 alone stopped at t=21.2" in t.get_text() for t in labels) == 2  # each
 
 
 def test_lazy_figures_name_the_unit_of_every_axis():
