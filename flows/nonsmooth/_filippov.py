@@ -36,6 +36,7 @@ from .._checks import (
     check_float64,
     check_observables,
     check_positive,
+    warn_low_precision,
 )
 from .._failures import MaxStepsReached
 from .._flow import Trajectory
@@ -382,6 +383,8 @@ def _check_data(data, d):
         X, Y = data
     except (TypeError, ValueError):
         raise ValueError("data must be a pair (X, Y)") from None
+    warn_low_precision("data X", X, stacklevel=4)  # as gradient_flow warns (the user's line)
+    warn_low_precision("data Y", Y, stacklevel=4)
     X, Y = np.asarray(X, np.float64), np.asarray(Y, np.float64)
     if X.ndim != 2 or X.shape[1] != d or X.shape[0] < 1:
         raise ValueError(f"data: X must have shape (n, {d}) with n >= 1, got {X.shape}")

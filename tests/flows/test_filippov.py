@@ -321,6 +321,16 @@ def test_a_float32_model_is_refused_as_gradient_flow_refuses_it():
         flows.nonsmooth.filippov_flow(net, (X, Y), 1.0)
 
 
+def test_float32_data_is_promoted_with_a_warning_naming_it():
+    # was promoted silently (issue 37 item 7); X and Y are exact in float32, so the flow is
+    # the float64 one to the last bit
+    net = _neuron(1.0, [0.3, 0.5])
+    with pytest.warns(UserWarning, match=r"^data X is float32 \(shape \(3, 2\)\), promoted"):
+        low = flows.nonsmooth.filippov_flow(net, (X.astype(np.float32), Y), 1.0)
+    assert low.loss.dtype == np.float64
+    np.testing.assert_array_equal(low.loss, flows.nonsmooth.filippov_flow(net, (X, Y), 1.0).loss)
+
+
 def test_an_observable_of_another_model_is_refused_before_the_solve():
     # It used to fail after the whole solve, inside a vmap over the saved states.
     with pytest.raises(ValueError, match=r"^observables\['w'\] fails on the parameters"):
