@@ -10,7 +10,7 @@ DIVERGENCES = (
     "jeffreys",
     "triangular",
 )
-PLANS = ("kl", "chi2", "reverse_kl")  # the three contrasting f whose plans are drawn
+PLANS = ("kl", "chi2", "jeffreys")  # three contrasting f drawn (each converges at 0.01)
 FLOWS = ("kl", "chi2")  # the particle flows
 
 

@@ -72,7 +72,7 @@ def _plans_figure(arrays, res, config):
     if image is not None:
         fig.colorbar(image, ax=list(axes), label="log₁₀ π_ij / max π (white: exactly 0)")
     fig.suptitle(
-        f"Plans at ε = {eps:g}: χ² has exact zeros, KL and reverse KL are dense", fontsize=10
+        f"Plans at ε = {eps:g}: χ² has exact zeros, KL and Jeffreys are dense", fontsize=10
     )
     return fig
 
