@@ -1,73 +1,39 @@
 """Gradient descent θ_{k+1} = θ_k − η∇F(θ_k): forward Euler on the gradient flow, in flow time.
 
 A discrete algorithm, not an ODE solver: the iterates are what is studied (their departure
-from the flow), so they are computed exactly as written, by a `lax.fori_loop` over the same
-vector field (`_GradientField`) and recorded by the same recorder (`_Recorder`) that
-`gradient_flow` uses. diffrax's `Euler` with a constant step would interpolate between
-iterates at save times that are not on the step grid, and accumulate t by repeated addition.
+from the flow), so they are computed exactly as written, by the loop of
+`flows.large_steps.optimize` (`flows._optimize`) with the optax transformation `_SGD`, and
+recorded by the same recorder (`_Recorder`) that `gradient_flow` uses. diffrax's `Euler`
+with a constant step would interpolate between iterates at save times that are not on the
+step grid, and accumulate t by repeated addition.
 """
 
-import warnings
 from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
+import optax
 
-from ._checks import (
-    check_finite,
-    check_flag,
-    check_loss,
-    check_observables,
-    check_positive,
-    check_ts,
-)
-from ._failures import MaxStepsReached
-from ._flat import trainable_of
-from ._flow import Trajectory, _GradientField, _Recorder, trajectory
-from ._progress import progress_bar
-from ._settings import SolveSettings, resolve_settings
-from ._stats import SolveStats
-from ._times import log_times
+from ._checks import check_positive
+from ._divergence import DIVERGENCE_GROWTH as DIVERGENCE_GROWTH
+from ._divergence import DivergenceWarning as DivergenceWarning
+from ._flow import Trajectory
+from ._optimize import run
+from ._settings import SolveSettings
 
 
-@eqx.filter_jit
-def _descend(field, y, eta, k0, n):
-    def step(i, y):
-        v = field((k0 + i) * eta, y, None)
-        return jax.tree.map(lambda a, g: a + eta * g, y, v)
+class _SGD(eqx.Module):
+    """optax's `sgd(eta)` with η an array field, so that one compiled loop serves every η
+    (an optax closure is a new static object per η, and would compile again)."""
 
-    return jax.lax.fori_loop(0, n, step, y)
+    eta: jax.Array
 
+    def init(self, params):
+        return optax.EmptyState()
 
-@eqx.filter_jit
-def _record(recorder, t, y):
-    return recorder(t, y, None)
-
-
-def _finite(tree) -> bool:
-    return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(tree))
-
-
-#: A loss above this multiple of |L(0)| is divergence (`DivergenceWarning`).
-DIVERGENCE_GROWTH = 1e10
-
-
-class DivergenceWarning(RuntimeWarning):
-    """Gradient descent's loss grew by more than `DIVERGENCE_GROWTH` (1e10) times its initial
-    value: η is above the stability limit 2/λ_max of the Hessian and the iterates diverge
-    (given at most once per call, with η and the step; a later non-finite loss or iterate is
-    a `FloatingPointError`)."""
-
-
-def _diverged(message: str, records: list, steps, result) -> FloatingPointError:
-    """The error of a run that became non-finite, with `step` (the first step known bad) and
-    `partial` (the `Trajectory` of the finite saves before it, or None), so that a caller that
-    detects divergence itself keeps what was computed."""
-    error = FloatingPointError(message)
-    error.partial = result(records, steps[: len(records)]) if records else None
-    return error
+    def update(self, grads, state, params=None):
+        return jax.tree.map(lambda g: self.eta * -g, grads), state
 
 
 def gradient_descent(
@@ -121,94 +87,20 @@ def gradient_descent(
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift
     over a fixed horizon is first order in η).
     """
-    t1 = check_positive("t1", t1)
     eta = check_positive("eta", eta)
-    settings = resolve_settings(settings, overrides)
-    save_params = check_flag("save_params", save_params)
-    progress = check_flag("progress", progress)
-    n_steps = int(round(t1 / eta))
-    if n_steps < 1:
-        raise ValueError(f"eta must be <= t1 (at least one step), got eta={eta}, t1={t1}")
-    if ts is None:
-        ts = log_times(t1, 100, t_min=eta) if n_steps > 1 else np.array([0.0, t1])
-    ts = check_ts(ts, t1)
-    # Checked in floats before any integer cast: t1/eta = 5e300 steps overflowed int64
-    last = min(float(np.rint(ts[-1] / eta)), float(n_steps))
-    if last > settings.max_steps:
-        raise MaxStepsReached(
-            f"gradient descent to t={last * eta:.6g} with eta={eta:g} takes "
-            f"{last:.6g} steps, over max_steps={settings.max_steps}; raise max_steps",
-            0.0,
-        )
-    save_steps = np.unique(np.minimum(np.rint(ts / eta).astype(np.int64), n_steps))
-    trainable, static = trainable_of("params0", params0)
-    check_finite("params0", trainable)
-    check_loss(loss, params0)
-    field = _GradientField(loss, static)
-    recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
-
-    def result(records, steps) -> Trajectory:
-        saved = jax.tree.map(lambda *leaves: np.stack(leaves), *records)
-        params = eqx.combine(saved["params"], static) if save_params else None
-        k = int(steps[-1])
-        stats = SolveStats(
-            num_steps=k,
-            num_accepted_steps=k,
-            grad_evals=k,
-            chunks=len(steps),
-            solvers=["gradient_descent"],
-        )
-        config = {
-            "solver": "gradient_descent",
-            "eta": eta,
-            "t1": t1,
-            "max_steps": settings.max_steps,
-        }
-        return trajectory(steps * eta, params, saved, stats, config)
-
-    records, y, k, loss0, warned = [], trainable, 0, None, False
-    with progress_bar(
-        total=int(save_steps[-1]),
-        desc="gradient descent",
-        unit="step",
-        disable=not progress,
-        leave=False,
-    ) as bar:
-        for k_save in save_steps:
-            y_next = _descend(field, y, jnp.asarray(eta), jnp.asarray(k), jnp.asarray(k_save - k))
-            if not _finite(y_next):
-                raise _diverged(
-                    f"gradient descent became non-finite between step {k} (t={k * eta:.6g}) "
-                    f"and step {k_save} (t={k_save * eta:.6g}); reduce eta (got {eta})",
-                    records, save_steps, result,
-                )  # fmt: skip
-            bar.update(int(k_save - k))
-            bar.set_postfix(t=f"{k_save * eta:.3g}")
-            y, k = y_next, int(k_save)
-            record = jax.tree.map(np.asarray, _record(recorder, jnp.asarray(k * eta), y))
-            value = float(record["loss"])
-            loss0 = value if loss0 is None else loss0
-            if not np.isfinite(value) and k == 0:  # said "reduce eta": no step was taken
-                raise _diverged(
-                    f"the loss is {value} at the start, t=0, before any step (not a matter "
-                    "of eta); check the loss, the data scale and the initialisation",
-                    records, save_steps, result,
-                )  # fmt: skip
-            if not np.isfinite(value):
-                raise _diverged(
-                    f"gradient descent became non-finite at step {k} (t={k * eta:.6g}): the "
-                    f"loss is {value} (it was {loss0:.6g} at step {save_steps[0]}); reduce "
-                    f"eta (got {eta})",
-                    records, save_steps, result,
-                )  # fmt: skip
-            if not warned and abs(value) > DIVERGENCE_GROWTH * abs(loss0) > 0:
-                warned = True
-                warnings.warn(
-                    f"gradient descent diverges: the loss grew {abs(value / loss0):.3g} times "
-                    f"(from {loss0:.6g} to {value:.6g}) by step {k} (t={k * eta:.6g}); eta={eta} "
-                    "is above the stability limit 2/λ_max of the Hessian: reduce eta",
-                    DivergenceWarning,
-                    stacklevel=2,
-                )
-            records.append(record)
-    return result(records, save_steps)
+    sgd = _SGD(jnp.asarray(eta))
+    return run(
+        loss,
+        params0,
+        t1,
+        optimizer=optax.GradientTransformation(sgd.init, sgd.update),
+        eta=eta,
+        ts=ts,
+        settings=settings,
+        observables=observables,
+        save_params=save_params,
+        progress=progress,
+        overrides=overrides,
+        name="gradient descent",
+        solver="gradient_descent",
+    )
