@@ -20,6 +20,7 @@ from ._complementarity import ComplementarityError as ComplementarityError
 from ._cosine import update_cosine as update_cosine
 from ._modified import modified_flow as modified_flow
 from ._optimizers import adam as adam
+from ._optimizers import geometry_aware as geometry_aware
 from ._optimizers import heavy_ball as heavy_ball
 from ._optimizers import rmsprop as rmsprop
 from ._preconditioned import adaptive_preconditioner as adaptive_preconditioner
@@ -41,6 +42,7 @@ __all__ = [
     "modified_flow",
     "optimize",
     "adam",
+    "geometry_aware",
     "heavy_ball",
     "rmsprop",
     "adaptive_preconditioner",

@@ -162,3 +162,23 @@ def test_bad_input_is_refused_in_one_line_naming_the_argument(kwargs, error, mes
 def test_optimizer_hyperparameters_are_checked_naming_them(make, message):
     with pytest.raises((ValueError, TypeError), match=message):
         make()
+
+
+def test_geometry_aware_steps_follow_the_catapult_map_at_eta_k_equal_kappa_over_lambda_k():
+    from flows.large_steps import catapult_map, geometry_aware, uv_init, uv_loss, uv_ntk, uv_output
+
+    m, kappa, K = 50, 3.0, 12
+    p0 = uv_init(m, seed=1)
+    eta0 = kappa / float(uv_ntk(p0))
+    traj = optimize(uv_loss(0.5), p0, K * eta0, optimizer=geometry_aware(kappa, uv_ntk),
+                    eta=eta0, ts=eta0 * np.arange(K + 1.0),
+                    observables={"f": uv_output, "lam": uv_ntk})  # fmt: skip
+    f, lam = float(uv_output(p0)), float(uv_ntk(p0))
+    for k in range(1, K + 1):
+        f, lam = catapult_map(f, lam, eta=kappa / lam, y=0.5, m=m)
+        assert traj.observables["f"][k] == pytest.approx(f, rel=1e-10, abs=1e-12)
+        assert traj.observables["lam"][k] == pytest.approx(lam, rel=1e-10)
+    with pytest.raises(ValueError, match="kappa must be finite and > 0"):
+        geometry_aware(0.0, uv_ntk)
+    with pytest.raises(TypeError, match="curvature must be a function"):
+        geometry_aware(3.0, 2.0)
