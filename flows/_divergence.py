@@ -30,16 +30,17 @@ class DivergenceWatch:
     `iterate` before a save is recorded, `loss` on its loss. Each returns the message of the
     `FloatingPointError` to raise, or None; `loss` warns `DivergenceWarning` once."""
 
-    def __init__(self, name: str, eta: float, first_step: int):
+    def __init__(self, name: str, eta: float, first_step: int, advice: str = ""):
         self.name, self.eta, self.first_step = name, eta, first_step
+        self.advice = f"reduce eta (got {eta}){advice}"
         self.loss0, self.warned = None, False
 
-    def iterate(self, finite: bool, k: int, k_save: int) -> str | None:
-        if finite:
-            return None
+    def iterate(self, k: int, last_loss: float) -> str:
+        """The message of an iterate first non-finite at step `k`, the loss `last_loss` at
+        step k − 1."""
         return (
-            f"{self.name} became non-finite between step {k} (t={k * self.eta:.6g}) and step "
-            f"{k_save} (t={k_save * self.eta:.6g}); reduce eta (got {self.eta})"
+            f"{self.name} became non-finite at step {k} (t={k * self.eta:.6g}): the iterate "
+            f"holds NaN or inf (the loss was {last_loss:.6g} at step {k - 1}); {self.advice}"
         )
 
     def loss(self, value: float, k: int) -> str | None:
@@ -52,8 +53,7 @@ class DivergenceWatch:
         if not np.isfinite(value):
             return (
                 f"{self.name} became non-finite at step {k} (t={k * self.eta:.6g}): the loss "
-                f"is {value} (it was {self.loss0:.6g} at step {self.first_step}); reduce eta "
-                f"(got {self.eta})"
+                f"is {value} (it was {self.loss0:.6g} at step {self.first_step}); {self.advice}"
             )
         if not self.warned and abs(value) > DIVERGENCE_GROWTH * abs(self.loss0) > 0:
             self.warned = True

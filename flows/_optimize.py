@@ -270,7 +270,8 @@ def run(
             config["schedule"] = schedule is not None
         return trajectory(steps * eta, params, saved, stats, config)
 
-    watch = DivergenceWatch(name, eta, int(save_steps[0]))
+    advice = "" if solver == "gradient_descent" else " or check the optimizer's hyperparameters"
+    watch = DivergenceWatch(name, eta, int(save_steps[0]), advice)
     records, y, k = [], trainable, 0
     with progress_bar(
         total=int(save_steps[-1]), desc=name, unit="step", disable=not progress, leave=False
@@ -279,9 +280,9 @@ def run(
             y_next, state_next = _advance(
                 loss, static, optimizer, scale, y, state, jnp.asarray(k), jnp.asarray(k_save - k)
             )
-            message = watch.iterate(_finite(y_next), k, int(k_save))
-            if message:
-                raise diverged(message, records, save_steps, result)
+            if not _finite(y_next):
+                bad, last = _first_non_finite(loss, static, optimizer, scale, y, state, k)
+                raise diverged(watch.iterate(bad, last), records, save_steps, result)
             bar.update(int(k_save - k))
             bar.set_postfix(t=f"{k_save * eta:.3g}")
             y, state, k = y_next, state_next, int(k_save)
@@ -292,6 +293,18 @@ def run(
                 raise diverged(message, records, save_steps, result)
             records.append(record)
     return result(records, save_steps)
+
+
+def _first_non_finite(loss, static, optimizer, scale, y, state, k):
+    """`(j, L)`: the first step j > k whose iterate is not finite, stepping one at a time from
+    the finite (y, state) at step k, and the loss L at step j − 1."""
+    while True:
+        y_next, state_next = _advance(
+            loss, static, optimizer, scale, y, state, jnp.asarray(k), jnp.asarray(1)
+        )
+        if not _finite(y_next):
+            return k + 1, float(loss(eqx.combine(y, static)))
+        y, state, k = y_next, state_next, k + 1
 
 
 def _finite(tree) -> bool:

@@ -59,7 +59,9 @@ def adaptive_preconditioner(
     - `eps_in_sqrt`: P = √(ν̂ + ε) instead (optax's `rmsprop` default, `eps_in_sqrt=True`).
 
     **Returns:** P, a pytree of the shape of ν (the trainable parameters), every entry > 0
-    when ε > 0.
+    when ε > 0. With `beta2`, before the first step (count 0) ν̂ = 0/0 is NaN: P is not
+    defined there, and an observable of it is reported undefined at t = 0
+    (`Trajectory.undefined`), not recorded as a number.
 
     **Raises:** `ValueError` naming `eps` (< 0 or not finite), `beta2` (outside [0, 1)) or
     `opt_state` (no ν; no step count for `beta2`).

@@ -182,3 +182,19 @@ def test_geometry_aware_steps_follow_the_catapult_map_at_eta_k_equal_kappa_over_
         geometry_aware(0.0, uv_ntk)
     with pytest.raises(TypeError, match="curvature must be a function"):
         geometry_aware(3.0, 2.0)
+
+
+def test_a_non_finite_iterate_between_saves_is_located_at_its_step_with_the_loss_before():
+    # RMSProp with ε = 0 divides 0 by 0 where a gradient vanishes: w[1] is NaN after step 1
+    # (it was reported as "between step 0 and step 5", with no loss)
+    def loss(w):
+        return 0.5 * w[0] ** 2
+
+    with pytest.raises(FloatingPointError) as e:
+        optimize(loss, jnp.array([1.0, 2.0]), 1.0, eta=0.1, ts=[0.0, 0.5, 1.0],
+                 optimizer=flows.large_steps.rmsprop(0.1, eps=0.0))  # fmt: skip
+    assert str(e.value).startswith(
+        "the optimizer became non-finite at step 1 (t=0.1): the iterate holds NaN or inf "
+        "(the loss was 0.5 at step 0); reduce eta (got 0.1) or check the optimizer's"
+    )
+    np.testing.assert_array_equal(e.value.partial.loss, [0.5])
