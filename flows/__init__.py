@@ -3,6 +3,8 @@
 The engine lives here (`gradient_flow`, `gradient_descent`, `Trajectory`, `SolveSettings`,
 the solvers, the losses, `log_times`); each subject has a subpackage:
 
+- `flows.divergences`: the f-divergence registry (f, f*, (f*)′, (f*)″) and Γ_w, shared by
+  optimal transport and f-GANs;
 - `flows.large_steps`: gradient descent past 2/η: sharpness, modified and central flows,
   the catapult;
 - `flows.lazy`: the F_α / F̄_α pair, its rules, closed form and theory constants;
@@ -34,6 +36,7 @@ enable_compilation_cache()
 
 # The flows: integrating dθ/dt = −∇F(θ), and gradient descent against it
 # Subjects, each a subpackage
+from . import divergences as divergences  # noqa: E402
 from . import large_steps as large_steps  # noqa: E402
 from . import lazy as lazy  # noqa: E402
 from . import nonsmooth as nonsmooth  # noqa: E402
@@ -77,6 +80,7 @@ from .large_steps import modified_flow as modified_flow  # noqa: E402
 from .large_steps import sharpness as sharpness  # noqa: E402
 
 __all__ = [  # what the API reference documents (tests/flows/test_exports.py)
+    "divergences",
     "large_steps",
     "lazy",
     "nonsmooth",

@@ -10,6 +10,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = [
     "flows",
+    "flows.divergences",
     "flows.large_steps",
     "flows.lazy",
     "flows.nonsmooth",

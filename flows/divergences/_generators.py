@@ -1,0 +1,348 @@
+"""The f-divergence generators, normalised to f(1) = f′(1) = 0, with their convex conjugates.
+
+D_f(P‖Q) = E_Q f(dP/dQ). Adding a(t − 1) to f changes no divergence between probability
+measures, so each generator is shifted to f′(1) = 0; then f*(0) = 0 and (f*)′(0) = 1. The
+conjugate f*(s) = sup_{t ≥ 0} st − f(t) is finite for s < f′(∞) (and at it when the sup stays
+finite), and (f*)′ = (f′)⁻¹ vanishes identically below f′(0): those f give sparse plans.
+
+Every method takes and returns float64 arrays of any shape, elementwise: f is +∞ for t < 0,
+f* and (f*)′ are +∞ above the domain of f*, and no NaN is produced (the branches are guarded
+so that `jax.grad` through them stays finite as well).
+
+Reference: Terjék & González-Sánchez, "Optimal transport with f-divergence regularization
+and generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337), Table 1.
+"""
+
+import math
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jax.scipy.special import xlogy
+
+from ._lambertw import wright_omega
+
+_INF = jnp.inf
+
+
+def _nonneg(t):
+    """(t ≥ 0, t with negatives replaced by 1): the argument of f and its valid set."""
+    valid = t >= 0
+    return valid, jnp.where(valid, t, 1.0)
+
+
+def _positive(t):
+    valid = t > 0
+    return valid, jnp.where(valid, t, 1.0)
+
+
+def _below(s, top, closed=False):
+    """(s in the domain, s with the rest replaced by 0)."""
+    valid = s <= top if closed else s < top
+    return valid, jnp.where(valid, s, 0.0)
+
+
+class AbstractDivergence(eqx.Module):
+    """An f-divergence generator f, normalised to f(1) = f′(1) = 0, with its convex
+    conjugate f* and the first two derivatives of f*.
+
+    Class attributes: `name` (the registry name), `f_prime_0` = f′(0⁺) (−∞ when the plan is
+    always dense; finite: (f*)′ = 0 below it), `f_prime_inf` = f′(∞) = sup dom f* (+∞ when f*
+    is finite everywhere), `legendre` (whether f is of Legendre type, strictly convex and
+    differentiable, which the generalised Sinkhorn algorithm needs; only "tv" is not).
+
+    Methods, elementwise on float64 arrays: `f(t)`, `f_conj(s)` = f*(s), `f_conj_grad(s)`
+    = (f*)′(s) = (f′)⁻¹(s), `f_conj_hess(s)` = (f*)″(s) = 1/f″((f*)′(s)).
+    """
+
+    name: eqx.AbstractClassVar[str]
+    f_prime_0: eqx.AbstractClassVar[float]
+    f_prime_inf: eqx.AbstractClassVar[float]
+    legendre: eqx.AbstractClassVar[bool]
+
+    def f(self, t):
+        raise NotImplementedError
+
+    def f_conj(self, s):
+        raise NotImplementedError
+
+    def f_conj_grad(self, s):
+        raise NotImplementedError
+
+    def f_conj_hess(self, s):
+        raise NotImplementedError
+
+    @property
+    def sparse(self) -> bool:
+        """Whether (f*)′ has a hard zero (f′(0) finite): plans with exact zeros."""
+        return self.f_prime_0 > -math.inf
+
+
+class KL(AbstractDivergence):
+    """Kullback–Leibler: f(t) = t log t − t + 1, f*(s) = eˢ − 1, (f*)′(s) = eˢ."""
+
+    name: ClassVar[str] = "kl"
+    f_prime_0: ClassVar[float] = -math.inf
+    f_prime_inf: ClassVar[float] = math.inf
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _nonneg(t)
+        return jnp.where(valid, xlogy(t, t) - t + 1.0, _INF)
+
+    def f_conj(self, s):
+        return jnp.expm1(s)
+
+    def f_conj_grad(self, s):
+        return jnp.exp(s)
+
+    def f_conj_hess(self, s):
+        return jnp.exp(s)
+
+
+class ReverseKL(AbstractDivergence):
+    """Reverse Kullback–Leibler: f(t) = t − 1 − log t, f*(s) = −log(1 − s), (f*)′(s) =
+    1/(1 − s) for s < 1."""
+
+    name: ClassVar[str] = "reverse_kl"
+    f_prime_0: ClassVar[float] = -math.inf
+    f_prime_inf: ClassVar[float] = 1.0
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _positive(t)
+        return jnp.where(valid, t - 1.0 - jnp.log(t), _INF)
+
+    def f_conj(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, -jnp.log1p(-s), _INF)
+
+    def f_conj_grad(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, 1.0 / (1.0 - s), _INF)
+
+    def f_conj_hess(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, 1.0 / (1.0 - s) ** 2, _INF)
+
+
+class Chi2(AbstractDivergence):
+    """Pearson χ²: f(t) = (t − 1)², f*(s) = s²/4 + s for s ≥ −2 and −1 below, (f*)′(s) =
+    max(s/2 + 1, 0) (sparse: zero below f′(0) = −2)."""
+
+    name: ClassVar[str] = "chi2"
+    f_prime_0: ClassVar[float] = -2.0
+    f_prime_inf: ClassVar[float] = math.inf
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _nonneg(t)
+        return jnp.where(valid, (t - 1.0) ** 2, _INF)
+
+    def f_conj(self, s):
+        return jnp.where(s >= -2.0, s**2 / 4.0 + s, -1.0)
+
+    def f_conj_grad(self, s):
+        return jnp.maximum(s / 2.0 + 1.0, 0.0)
+
+    def f_conj_hess(self, s):
+        return jnp.where(s > -2.0, 0.5, 0.0)
+
+
+class ReverseChi2(AbstractDivergence):
+    """Neyman χ²: f(t) = (t − 1)²/t, f*(s) = 2 − 2√(1 − s) for s ≤ 1, (f*)′(s) =
+    (1 − s)^(−1/2)."""
+
+    name: ClassVar[str] = "reverse_chi2"
+    f_prime_0: ClassVar[float] = -math.inf
+    f_prime_inf: ClassVar[float] = 1.0
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _positive(t)
+        return jnp.where(valid, (t - 1.0) ** 2 / t, _INF)
+
+    def f_conj(self, s):
+        valid, s = _below(s, 1.0, closed=True)
+        return jnp.where(valid, 2.0 - 2.0 * jnp.sqrt(1.0 - s), _INF)
+
+    def f_conj_grad(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, 1.0 / jnp.sqrt(1.0 - s), _INF)
+
+    def f_conj_hess(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, 0.5 * (1.0 - s) ** -1.5, _INF)
+
+
+class Hellinger2(AbstractDivergence):
+    """Squared Hellinger: f(t) = (√t − 1)², f*(s) = s/(1 − s), (f*)′(s) = (1 − s)^(−2) for
+    s < 1."""
+
+    name: ClassVar[str] = "hellinger2"
+    f_prime_0: ClassVar[float] = -math.inf
+    f_prime_inf: ClassVar[float] = 1.0
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _nonneg(t)
+        return jnp.where(valid, (jnp.sqrt(t) - 1.0) ** 2, _INF)
+
+    def f_conj(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, s / (1.0 - s), _INF)
+
+    def f_conj_grad(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, (1.0 - s) ** -2, _INF)
+
+    def f_conj_hess(self, s):
+        valid, s = _below(s, 1.0)
+        return jnp.where(valid, 2.0 * (1.0 - s) ** -3, _INF)
+
+
+class JS(AbstractDivergence):
+    """Jensen–Shannon (times 2): f(t) = t log t − (t + 1) log((t + 1)/2), f*(s) =
+    −log(2 − eˢ), (f*)′(s) = 1/(2e^(−s) − 1) for s < log 2."""
+
+    name: ClassVar[str] = "js"
+    f_prime_0: ClassVar[float] = -math.inf
+    f_prime_inf: ClassVar[float] = math.log(2.0)
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _nonneg(t)
+        return jnp.where(valid, xlogy(t, t) - xlogy(t + 1.0, (t + 1.0) / 2.0), _INF)
+
+    def f_conj(self, s):
+        valid, s = _below(s, math.log(2.0))
+        return jnp.where(valid, -jnp.log(_two_minus_exp(s)), _INF)
+
+    def f_conj_grad(self, s):
+        valid, s = _below(s, math.log(2.0))
+        return jnp.where(valid, jnp.exp(s) / _two_minus_exp(s), _INF)
+
+    def f_conj_hess(self, s):
+        valid, s = _below(s, math.log(2.0))
+        return jnp.where(valid, 2.0 * jnp.exp(s) / _two_minus_exp(s) ** 2, _INF)
+
+
+def _two_minus_exp(s):
+    """2 − eˢ = −2 expm1(s − log 2), without the cancellation near s = log 2."""
+    return -2.0 * jnp.expm1(s - math.log(2.0))
+
+
+class Jeffreys(AbstractDivergence):
+    """Jeffreys (symmetrised KL): f(t) = (t − 1) log t, (f*)′(s) = 1/W(e^(1−s)) with W the
+    Lambert W function (`wright_omega`), f*(s) = ω + 1/ω + s − 2 with ω = W(e^(1−s))."""
+
+    name: ClassVar[str] = "jeffreys"
+    f_prime_0: ClassVar[float] = -math.inf
+    f_prime_inf: ClassVar[float] = math.inf
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _positive(t)
+        return jnp.where(valid, (t - 1.0) * jnp.log(t), _INF)
+
+    def f_conj(self, s):
+        omega = wright_omega(1.0 - s)
+        return omega + 1.0 / omega + s - 2.0
+
+    def f_conj_grad(self, s):
+        return 1.0 / wright_omega(1.0 - s)
+
+    def f_conj_hess(self, s):
+        omega = wright_omega(1.0 - s)  # t = 1/ω; (f*)″ = 1/f″(t) = t²/(t + 1) = 1/(ω(1 + ω))
+        return 1.0 / (omega * (1.0 + omega))
+
+
+class Triangular(AbstractDivergence):
+    """Triangular discrimination (Vincze–Le Cam): f(t) = (t − 1)²/(t + 1), f*(s) =
+    4 − s − 4√(1 − s) for −3 ≤ s ≤ 1 and −1 below, (f*)′(s) = 2/√(1 − s) − 1 (sparse: zero
+    below f′(0) = −3)."""
+
+    name: ClassVar[str] = "triangular"
+    f_prime_0: ClassVar[float] = -3.0
+    f_prime_inf: ClassVar[float] = 1.0
+    legendre: ClassVar[bool] = True
+
+    def f(self, t):
+        valid, t = _nonneg(t)
+        return jnp.where(valid, (t - 1.0) ** 2 / (t + 1.0), _INF)
+
+    def f_conj(self, s):
+        valid, s = _below(s, 1.0, closed=True)
+        value = jnp.where(s >= -3.0, 4.0 - s - 4.0 * jnp.sqrt(1.0 - s), -1.0)
+        return jnp.where(valid, value, _INF)
+
+    def f_conj_grad(self, s):
+        valid, s = _below(s, 1.0)
+        value = jnp.where(s >= -3.0, 2.0 / jnp.sqrt(1.0 - s) - 1.0, 0.0)
+        return jnp.where(valid, value, _INF)
+
+    def f_conj_hess(self, s):
+        valid, s = _below(s, 1.0)
+        value = jnp.where(s > -3.0, (1.0 - s) ** -1.5, 0.0)
+        return jnp.where(valid, value, _INF)
+
+
+class TV(AbstractDivergence):
+    """Total variation: f(t) = |t − 1|/2, f*(s) = max(s, −1/2) for s ≤ 1/2. Not of Legendre
+    type (f is not strictly convex nor differentiable at 1): for variational bounds (f-GANs)
+    only; `f_conj_grad` is the subgradient 1[s > −1/2] and `f_conj_hess` is 0."""
+
+    name: ClassVar[str] = "tv"
+    f_prime_0: ClassVar[float] = -0.5
+    f_prime_inf: ClassVar[float] = 0.5
+    legendre: ClassVar[bool] = False
+
+    def f(self, t):
+        valid, t = _nonneg(t)
+        return jnp.where(valid, 0.5 * jnp.abs(t - 1.0), _INF)
+
+    def f_conj(self, s):
+        valid, s = _below(s, 0.5, closed=True)
+        return jnp.where(valid, jnp.maximum(s, -0.5), _INF)
+
+    def f_conj_grad(self, s):
+        valid, s = _below(s, 0.5, closed=True)
+        return jnp.where(valid, jnp.where(s > -0.5, 1.0, 0.0), _INF)
+
+    def f_conj_hess(self, s):
+        valid, s = _below(s, 0.5, closed=True)
+        return jnp.where(valid, 0.0, _INF)
+
+
+_REGISTRY = {
+    cls.name: cls
+    for cls in (KL, ReverseKL, Chi2, ReverseChi2, Hellinger2, JS, Jeffreys, Triangular, TV)
+}
+DIVERGENCES = tuple(_REGISTRY)
+
+
+def get(divergence, *, legendre: bool = False, where: str = "divergence") -> AbstractDivergence:
+    """The generator object for a name in `DIVERGENCES`, or `divergence` itself if it is one.
+
+    **Arguments:** `divergence`: a name ("kl", "reverse_kl", "chi2", "reverse_chi2",
+    "hellinger2", "js", "jeffreys", "triangular", "tv") or an `AbstractDivergence`;
+    `legendre`: refuse generators not of Legendre type (needed by the generalised Sinkhorn
+    algorithm and Γ); `where`: the argument's name in the errors.
+
+    **Raises:** `ValueError` naming `where` for an unknown name (listing the known ones) or,
+    with `legendre=True`, a non-Legendre generator ("tv")."""
+    if isinstance(divergence, AbstractDivergence):
+        found = divergence
+    elif isinstance(divergence, str) and divergence in _REGISTRY:
+        found = _REGISTRY[divergence]()
+    else:
+        raise ValueError(
+            f"{where} must be one of {DIVERGENCES} or a divergence object, got {divergence!r}"
+        )
+    if legendre and not found.legendre:
+        names = tuple(n for n in DIVERGENCES if _REGISTRY[n].legendre)
+        raise ValueError(
+            f"{where}={found.name!r} is not of Legendre type (not strictly convex and "
+            f"differentiable), which this needs; use one of {names}"
+        )
+    return found

@@ -1,0 +1,188 @@
+"""The f-divergence registry: normalisation, conjugates against a numerical sup, the
+derivatives of f*, the Lambert W and Wright omega functions against SciPy, and Γ_w against a
+scalar root-finder (Terjék & González-Sánchez, AISTATS 2022, arXiv 2105.14337)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize as so
+import scipy.special as sp
+
+import flows.divergences as D
+
+LEGENDRE = [n for n in D.DIVERGENCES if n != "tv"]
+
+
+def _interior(div, k=41):
+    """Points of dom f* where (f*)′ is positive and finite: below f′(∞), above f′(0)."""
+    top = min(div.f_prime_inf, 3.0) - 1e-3
+    bottom = max(div.f_prime_0, -6.0) + 1e-3
+    return np.linspace(bottom, top, k)
+
+
+def test_registry_lists_nine_names_and_refuses_unknown():
+    names = "kl reverse_kl chi2 reverse_chi2 hellinger2 js jeffreys triangular tv"
+    assert D.DIVERGENCES == tuple(names.split())
+    with pytest.raises(ValueError, match=r"divergence must be one of \('kl', 'reverse_kl'"):
+        D.get("kullback")
+    with pytest.raises(ValueError, match="divergence='tv' is not of Legendre type"):
+        D.get("tv", legendre=True)
+    assert D.get(D.get("js")) == D.get("js")
+
+
+@pytest.mark.parametrize("name", D.DIVERGENCES)
+def test_normalised_f1_and_fprime1_zero_and_conjugate_at_zero(name):
+    div = D.get(name)
+    assert float(div.f(1.0)) == 0.0
+    assert float(div.f_conj(0.0)) == pytest.approx(0.0, abs=1e-15)
+    if div.legendre:
+        assert abs(float(jax.grad(div.f)(1.0))) < 1e-15
+        assert float(div.f_conj_grad(0.0)) == pytest.approx(1.0, abs=1e-15)
+    assert float(div.f(-0.5)) == np.inf
+
+
+@pytest.mark.parametrize("name", D.DIVERGENCES)
+def test_conjugate_equals_numerical_sup(name):
+    """f*(s) = sup_{t ≥ 0} st − f(t), the sup found by a bounded scalar search on t."""
+    div = D.get(name)
+    fn = lambda t: float(div.f(t))  # noqa: E731
+    for s in _interior(div, 13):
+        # the maximiser is (f*)′(s) (a point of the subdifferential for tv): search around it
+        t0 = float(div.f_conj_grad(s))
+        top = 4.0 * t0 + 4.0
+        found = so.minimize_scalar(
+            lambda t, s=s: fn(t) - s * t,
+            bounds=(0.0, top),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        sup = max(-found.fun, -fn(0.0), s * top - fn(top))
+        assert float(div.f_conj(s)) >= sup - 1e-12 * max(1.0, abs(sup))  # Fenchel–Young
+        assert float(div.f_conj(s)) == pytest.approx(sup, rel=1e-8, abs=1e-8), s
+        # and Fenchel–Young with equality at the maximiser
+        assert float(div.f_conj(s)) == pytest.approx(s * t0 - fn(t0), rel=1e-12, abs=1e-13)
+
+
+@pytest.mark.parametrize("name", LEGENDRE)
+def test_conjugate_derivatives_and_inverse_of_fprime(name):
+    div = D.get(name)
+    s = jnp.asarray(_interior(div))
+    grad = jax.vmap(jax.grad(div.f_conj))(s)
+    hess = jax.vmap(jax.grad(div.f_conj_grad))(s)
+    np.testing.assert_allclose(div.f_conj_grad(s), grad, rtol=1e-12)
+    np.testing.assert_allclose(div.f_conj_hess(s), hess, rtol=1e-11)
+    t = div.f_conj_grad(s)
+    np.testing.assert_allclose(jax.vmap(jax.grad(div.f))(t), s, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", D.DIVERGENCES)
+def test_domain_ends_fprime0_and_fprime_inf(name):
+    div = D.get(name)
+    fprime = jax.grad(div.f)
+    # f′(0⁺) and f′(∞) as limits
+    if np.isfinite(div.f_prime_0):
+        assert float(fprime(1e-9)) == pytest.approx(div.f_prime_0, abs=1e-7)
+        assert float(div.f_conj_grad(div.f_prime_0 - 0.5)) == 0.0  # the hard zero
+        assert div.sparse
+    else:
+        assert float(fprime(1e-12)) < -20 and not div.sparse
+    if np.isfinite(div.f_prime_inf):
+        assert float(fprime(1e9)) == pytest.approx(div.f_prime_inf, abs=1e-4)
+        assert float(div.f_conj(div.f_prime_inf + 0.1)) == np.inf
+        assert float(div.f_conj_grad(div.f_prime_inf + 0.1)) == np.inf
+    else:
+        assert float(fprime(1e9)) > 10
+
+
+def test_lambertw_matches_scipy_to_1e_14():
+    z = np.concatenate([np.linspace(-0.36, 5.0, 401), np.logspace(-300, 300, 601), [0.0]])
+    w = np.asarray(D.lambertw(z))
+    expected = sp.lambertw(z).real
+    np.testing.assert_allclose(w, expected, rtol=1e-14, atol=0)
+    # at the branch point W(−1/e) = −1, and below it no real value
+    assert float(D.lambertw(-1.0 / np.e)) == -1.0
+    assert np.isnan(float(D.lambertw(-0.5)))
+
+
+def test_wright_omega_matches_scipy_to_1e_14_without_overflow():
+    x = np.concatenate([np.linspace(-700.0, 740.0, 1441), np.linspace(-5.0, 5.0, 201)])
+    np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=1e-14, atol=0)
+
+
+def _random_row(seed, n=40, scale=3.0):
+    rng = np.random.default_rng(seed)
+    w = rng.random(n)
+    return rng.normal(size=n) * scale, w / w.sum()
+
+
+@pytest.mark.parametrize("name", LEGENDRE)
+@pytest.mark.parametrize("scale", [0.3, 3.0, 30.0])
+def test_gamma_equals_scalar_root_finder(name, scale):
+    div = D.get(name)
+    h, w = _random_row(int(scale * 10), scale=scale)
+    g = float(D.gamma(h, w, name))
+    phi = lambda x: float(jnp.sum(w * div.f_conj_grad(h - x))) - 1.0  # noqa: E731
+    lo = max(h.min(), h.max() - div.f_prime_inf)
+    root = so.brentq(phi, lo, h.max(), xtol=1e-15, rtol=1e-15)
+    assert abs(g - root) <= 1e-14 * max(1.0, abs(root)) * 10
+
+
+@pytest.mark.parametrize("name", LEGENDRE)
+def test_gamma_translation_equivariant_and_batched(name):
+    h, w = _random_row(1)
+    shifts = jnp.asarray([-7.5, 0.0, 2.25, 40.0])
+    rows = h[None, :] + shifts[:, None]
+    values = D.gamma(rows, w, name)  # (4,): leading axes batched
+    np.testing.assert_allclose(values - shifts, values[1], rtol=0, atol=1e-13)
+
+
+def test_gamma_kl_is_logsumexp():
+    h, w = _random_row(2, scale=30.0)
+    assert float(D.gamma(h, w, "kl")) == pytest.approx(float(jax.nn.logsumexp(h, b=w)), abs=1e-13)
+
+
+def test_gamma_chi2_sorted_solution_has_exact_zeros_and_unit_mass():
+    h, w = _random_row(3, scale=3.0)
+    g = float(D.gamma(h, w, "chi2"))
+    mass = np.maximum((h - g) / 2 + 1, 0)
+    assert abs(np.sum(w * mass) - 1.0) < 1e-15 * 10
+    assert 0 < np.count_nonzero(mass) < len(h)  # sparse: some entries exactly zero
+
+
+@pytest.mark.parametrize("name", LEGENDRE)
+def test_gamma_implicit_derivative_matches_finite_differences(name):
+    div = D.get(name)
+    h, w = _random_row(4)
+    dh, dw = np.random.default_rng(5).normal(size=(2, len(h)))
+    dw -= dw.mean()
+    g, tangent = jax.jvp(
+        lambda a, b: D.gamma(a, b, name), (jnp.asarray(h), jnp.asarray(w)), (dh, dw)
+    )
+    step = 1e-6
+    fd = (
+        float(D.gamma(h + step * dh, w + step * dw, name))
+        - float(D.gamma(h - step * dh, w - step * dw, name))
+    ) / (2 * step)
+    assert float(tangent) == pytest.approx(fd, rel=1e-7, abs=1e-8)
+    # the formula: ∂Γ/∂h_j = w_j (f*)″(h_j − γ) / Σ_k w_k (f*)″(h_k − γ), summing to 1
+    grad = jax.grad(lambda a: D.gamma(a, w, name))(jnp.asarray(h))
+    weights = w * div.f_conj_hess(h - g)
+    np.testing.assert_allclose(grad, weights / jnp.sum(weights), rtol=1e-12, atol=1e-16)
+    assert float(jnp.sum(grad)) == pytest.approx(1.0, abs=1e-14)
+
+
+def test_gamma_under_jit_and_vmap():
+    h, w = _random_row(6)
+    rows = jnp.stack([h, 2 * h, h - 1])
+    jitted = jax.jit(jax.vmap(lambda r: D.gamma(r, w, "js")))(rows)
+    np.testing.assert_allclose(
+        jitted, [float(D.gamma(r, w, "js")) for r in rows], rtol=0, atol=1e-14
+    )
+
+
+def test_gamma_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="divergence='tv' is not of Legendre type"):
+        D.gamma(jnp.zeros(3), jnp.ones(3) / 3, "tv")
+    with pytest.raises(ValueError, match=r"h of shape \(3,\) and w of shape \(4,\)"):
+        D.gamma(jnp.zeros(3), jnp.ones(4) / 4)
