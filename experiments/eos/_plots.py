@@ -13,6 +13,7 @@ from .._plotting import (
     save_figure,
     shades,
 )
+from ._optimizer import optimizer_figure
 
 FLOW_STYLE = {  # name: (label, colour, dashes)
     "gradient_flow": ("gradient flow", "tab:blue", "-"),
@@ -33,6 +34,9 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
             arrays = {name: npz[name] for name in npz.files}
         path = os.path.join(folder, f"eta-{run['eta']:g}.{fmt}")
         paths.append(save_figure(eta_figure(run, arrays), path))
+        if run.get("optimizer"):
+            path = os.path.join(folder, f"optimizer-{run['eta']:g}.{fmt}")
+            paths.append(save_figure(optimizer_figure(run, arrays), path))
         cosines.append((run["eta"], arrays["t_gd"][1:], arrays["update_cosine"]))
     if cosines:
         path = os.path.join(folder, f"update_cosine.{fmt}")
