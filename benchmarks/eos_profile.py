@@ -68,7 +68,7 @@ def main(argv=None) -> None:
         warnings.simplefilter("ignore", UserWarning)
         return sharpness_along(problem.loss, sub, 1, tol=LANCZOS_TOL, max_iters=LANCZOS_MAX_ITERS)
 
-    _, products = part("sharpness", sharp)
+    products = part("sharpness", sharp).products
     print(f"{'':14s} {len(products)} saves, {products.sum()} Lanczos products")
     settings = solve_settings_of(s)
     for name in ("gradient_flow", "modified_flow", "central_flow"):

@@ -4,6 +4,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -81,19 +84,31 @@ def log(folder: str, key: str, text: str) -> None:
         f.write(text)
 
 
+#: What a damaged part file raises when read (a truncated .npz: "File is not a zip file").
+DAMAGED = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
 def load_part(folder: str, key: str, task: dict) -> TaskResult | None:
-    """The finished part of `task`, or None if it is missing, unreadable or another task's."""
+    """The finished part of `task`, or None if it is missing, damaged or another task's: its
+    task is then computed again. A damaged file (truncated: a full disk, a copy cut short) is
+    said on stderr, naming it ("File is not a zip file" stopped `--resume`, naming no file)."""
     path_json, path_npz = _paths(folder, key)
+    if not os.path.exists(path_json):
+        return None
+    path = path_json
     try:
         with open(path_json) as f:
             part = json.load(f)
         if part["task"] != plain(task):
             return None
-        arrays = {}
+        arrays, path = {}, path_npz
         if part["arrays"]:
             with np.load(path_npz, allow_pickle=False) as npz:
                 arrays = {name: npz[name] for name in part["arrays"]}
-    except (OSError, ValueError, KeyError, TypeError):
+    except DAMAGED as e:
+        why = " ".join(f"{type(e).__name__}: {e}".split())
+        print(f"note: {path} is damaged ({why}); its task {plain(task)} is computed again",
+              file=sys.stderr, flush=True)  # fmt: skip
         return None
     return TaskResult(key, task, part["record"], arrays, part["stats"], resumed=True)
 

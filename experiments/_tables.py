@@ -48,7 +48,7 @@ def _read_csv(path, target, notes):
         if not header:
             raise ValueError("empty file (a header row of column names is needed)")
         header = [name.strip() for name in header]
-        rows = []
+        rows, texts, lines = [], [], []
         for row in reader:
             if not row or row[0].lstrip().startswith("#"):  # blank lines and comments
                 continue
@@ -59,13 +59,15 @@ def _read_csv(path, target, notes):
                     f"({', '.join(header)})"
                 )
             rows.append([_number(field) for field in row])
+            texts.append(row)
+            lines.append(reader.line_num)
     if not rows:
         raise ValueError("no data rows, only the header row")
-    table = np.array(rows, dtype=np.float64)
+    table, offset = np.array(rows, dtype=np.float64), 0
     if header[0] == "" and np.array_equal(table[:, 0], np.arange(len(table))):
         # pandas' to_csv writes its index so: an unnamed first column 0, 1, …, n − 1.
         notes.append("dropped the unnamed first column (a pandas index 0..n−1)")
-        header, table = header[1:], table[:, 1:]
+        header, table, offset = header[1:], table[:, 1:], 1
     unnamed = [j + 1 for j, name in enumerate(header) if name == ""]
     if unnamed:
         raise ValueError(
@@ -80,8 +82,24 @@ def _read_csv(path, target, notes):
         )
     if target not in header:
         raise ValueError(f"no target column {target!r} (columns: {', '.join(header)})")
+    _check_fields(table, header, texts, lines, offset)
     j = header.index(target)
     return np.delete(table, j, axis=1), table[:, j]
+
+
+def _check_fields(table, header, texts, lines, offset) -> None:
+    """Refuse infinite, then missing, non-numeric or NaN fields, naming the first one's line,
+    data row and column and its text (the message named neither row nor column)."""
+    for bad, what in (
+        (np.isinf(table), "infinite entries (inf, or a number beyond float64's range)"),
+        (np.isnan(table), "missing, non-numeric or NaN entries"),
+    ):
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ValueError(
+                f"{int(bad.sum())} {what}; the first at line {lines[i]} (data row {i + 1}), "
+                f"column {header[j]!r}: {texts[i][j + offset].strip()!r}"
+            )
 
 
 # What a readable NPZ is, said when a file is not one.

@@ -16,8 +16,14 @@ which leaves out most of a small model's programs), unless
 `JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS` says otherwise. JAX does not bound the folder
 by default (`JAX_COMPILATION_CACHE_MAX_SIZE`, with the `filelock` package, does); deleting
 it is always safe.
+
+An entry that cannot be read (a truncated file: a process killed while writing it, a full
+disk) is deleted when JAX fails to read it, so that JAX's write after it recompiles replaces
+it: JAX's cache never overwrites an existing file, and every later process warned "Error
+reading persistent compilation cache entry" and compiled again.
 """
 
+import contextlib
 import os
 
 import jax
@@ -59,4 +65,31 @@ def enable_compilation_cache() -> str | None:
     # first call's solve program once it compiles in under a second
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    _replace_damaged_entries()
     return folder
+
+
+def _replace_damaged_entries() -> None:
+    """Wrap JAX's read of a cache entry: when it raises (JAX then warns and recompiles), the
+    entry's file is deleted so that the write after the compilation puts a whole one in its
+    place. JAX's private module: if its names change, the cache works as JAX's alone."""
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:
+        return
+    read = getattr(cc, "get_executable_and_time", None)
+    if read is None or getattr(read, "replaces_damaged", False):
+        return
+
+    def get_executable_and_time(cache_key, *args, **kwargs):
+        try:
+            return read(cache_key, *args, **kwargs)
+        except Exception:
+            path = getattr(getattr(cc, "_cache", None), "path", None)
+            if path is not None:  # JAX's LRUCache: <folder>/<key>-cache
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(str(path), f"{cache_key}-cache"))
+            raise
+
+    get_executable_and_time.replaces_damaged = True
+    cc.get_executable_and_time = get_executable_and_time

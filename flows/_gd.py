@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import optax
 
 from ._checks import check_positive
-from ._divergence import DIVERGENCE_GROWTH as DIVERGENCE_GROWTH
 from ._divergence import DivergenceWarning as DivergenceWarning
 from ._flow import Trajectory
 from ._optimize import run
@@ -74,14 +73,20 @@ def gradient_descent(
       η > t1, `ts` unsorted or outside [0, t1], non-finite or non-float64 `params0`, a
       setting out of range.
     - `TypeError` naming `loss` when it does not return one float scalar.
+    - `flows.large_steps.EdgeOfStabilityWarning` (once) naming η, S(0) and ηS(0) where
+      S(0) > 2/η at `params0` (S by 20 Lanczos products, a lower bound).
     - `MaxStepsReached` before any work when K > `max_steps`.
-    - `FloatingPointError` naming η and the step when the iterates or the loss become
-      non-finite (η above the stability limit 2/λ_max of the Hessian); its attribute
-      `partial` is the `Trajectory` of the finite saves before (None if there are none).
+    - `FloatingPointError` naming η, the step and the loss before it when the iterates or
+      the loss become non-finite (η above the stability limit 2/λ_max of the Hessian); its
+      attribute `partial` is the `Trajectory` of the finite saves before (None if there are none).
       An undefined observable is reported as by `gradient_flow`
       (`UndefinedObservableWarning`, `Trajectory.undefined`).
-    - `DivergenceWarning` (a warning, once) naming η and the step when the loss grows above
-      1e10 times its first saved value (L(0) with the default `ts`) while still finite.
+    - `DivergenceWarning` (a warning, once) naming η, the step and the loss where the rule
+      of `DivergenceWarning` found divergence: the loss rose more than 1e3 times
+      max(|L(0)|, tiny) above its first saved value (L(0) with the default `ts`) and had not
+      come back below within 100 steps. The loss is looked at the saves and at the window's
+      end, which may lie past `t1` (up to 100 more steps, not saved). A spike that comes
+      back (a catapult) is not divergence, nor a loss that falls below 0.
 
     **Reference:** Du, Hu & Lee 2018, §4 (gradient descent keeps balancedness only
     approximately: per step C_k changes by exactly η²(G_kG_kᵀ − G_{k+1}ᵀG_{k+1}), so the drift

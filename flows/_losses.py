@@ -3,7 +3,8 @@
 Each loss is a frozen, hashable object, so it can be a static field of a jitted vector field.
 Predictions and targets have shape `(n,)` (one output per input) or `(n, k)`. The squared,
 logistic and exponential losses raise `ValueError` naming both shapes when the targets do
-not have the predictions' shape (a scalar target broadcasts) or the predictions are empty;
+not have the predictions' shape (a scalar target broadcasts) or the predictions are empty
+or 0-d;
 the logistic and exponential losses also refuse concrete targets outside {−1, +1}.
 """
 
@@ -29,6 +30,11 @@ def _check_shapes(pred, target) -> None:
         joint = jnp.broadcast_shapes(shape, target_shape)
     except ValueError:
         joint = None
+    if not shape:
+        raise ValueError(
+            "predictions of shape () have no row axis: they must be (n,) or (n, k) "
+            "(one example: reshape to (1,))"
+        )
     if joint != shape:
         raise ValueError(
             f"predictions of shape {shape} and targets of shape {target_shape} do not match "
@@ -52,6 +58,24 @@ def _check_labels(labels, k: int) -> None:
         raise ValueError(
             f"cross-entropy labels must be integers in [0, {k}) for {k} logits, got values "
             f"from {values.min():g} to {values.max():g}"
+        )
+
+
+def _check_rows(rows) -> None:
+    """Refuse concrete cross-entropy target rows that are not probability vectors (a row
+    summing to 2 counted its example twice, a negative entry made the loss unbounded below,
+    silently); traced rows are not seen. Tolerance 1e-6 on the sums (float32 rows).
+    **Raises:** `ValueError` naming the first bad row."""
+    if isinstance(rows, jax.core.Tracer) or rows.size == 0:
+        return
+    values = np.asarray(rows, dtype=np.float64)
+    sums = values.sum(axis=1)
+    bad = ~np.all(np.isfinite(values) & (values >= 0), axis=1) | ~(np.abs(sums - 1) <= 1e-6)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"cross-entropy target rows must be probabilities (entries >= 0, summing to 1), "
+            f"got row {i} with sum {sums[i]:g} and smallest entry {values[i].min():g}"
         )
 
 
@@ -154,9 +178,10 @@ class CrossEntropyLoss:
     rows t_i of shape `(n, k)` (one-hot, or probabilities summing to 1). By logsumexp, so
     exact at any logit scale (no overflow of exp, no log of an underflowed softmax).
 
-    **Raises:** `ValueError` when the logits are not `(n, k)` or the targets' shape fits
-    neither form (checked at trace time), or when concrete labels are not integers in
-    [0, k).
+    **Raises:** `ValueError` when the logits are not `(n, k)` with k >= 2 (one logit, `(n, 1)`,
+    gives 0 for every network: use `LogisticLoss`), or the targets' shape fits neither form
+    (checked at trace time), or when concrete labels are not integers in [0, k) or concrete
+    rows are not probabilities (entries >= 0 summing to 1 within 1e-6).
     """
 
     reduction: str = "sum"
@@ -166,7 +191,13 @@ class CrossEntropyLoss:
 
     def __call__(self, pred, target):
         if pred.ndim != 2:
-            raise ValueError(f"cross-entropy needs logits of shape (n, k), got {pred.shape}")
+            raise ValueError(f"cross-entropy needs logits of shape (n, k), got shape {pred.shape}")
+        if pred.shape[1] < 2:  # softmax of one logit is 1: the loss was 0 for every network
+            raise ValueError(
+                f"cross-entropy over one logit, shape {pred.shape}, is 0 for every network "
+                "(the softmax of a single logit is 1): for two classes use flows.LogisticLoss "
+                "on the logit of shape (n,) with targets 2*y - 1, or give 2 logits"
+            )
         lse = jax.scipy.special.logsumexp(pred, axis=1)
         if target.shape == pred.shape[:1]:
             _check_labels(target, pred.shape[1])
@@ -177,6 +208,7 @@ class CrossEntropyLoss:
                 f"cross-entropy targets must be labels (n,) or rows (n, k) = {pred.shape}, "
                 f"got {target.shape}"
             )
+        _check_rows(target)
         return _reduce(lse * target.sum(axis=1) - (target * pred).sum(axis=1), self.reduction)
 
 

@@ -22,7 +22,7 @@ from ._checks import (
     check_positive,
     check_ts,
 )
-from ._divergence import DivergenceWatch, diverged
+from ._divergence import DivergenceRule, diverged, since, warn_diverged
 from ._failures import MaxStepsReached
 from ._flat import trainable_of
 from ._flow import Trajectory, _Recorder, trajectory
@@ -254,6 +254,14 @@ def run(
     trainable, static = trainable_of("params0", params0)
     check_finite("params0", trainable)
     check_loss(loss, params0)
+    if solver == "gradient_descent":
+        from .large_steps._edge_warning import warn_above_edge  # (large_steps imports flows)
+
+        warn_above_edge(
+            "gradient_descent", loss, params0, eta, 2.0, "S(0)",
+            "GD is unstable along the top eigenvector from its first step (it catapults or "
+            "diverges), and no flow is its limit there",
+        )  # fmt: skip
     state = optimizer.init(trainable)
     recorder = _Recorder(loss, check_observables(observables, params0), save_params, static)
     by_state = _check_state_observables(state_observables, params0, state)
@@ -270,28 +278,65 @@ def run(
             config["schedule"] = schedule is not None
         return trajectory(steps * eta, params, saved, stats, config)
 
-    advice = "" if solver == "gradient_descent" else " or check the optimizer's hyperparameters"
-    watch = DivergenceWatch(name, eta, int(save_steps[0]), advice)
-    records, y, k = [], trainable, 0
+    gd = solver == "gradient_descent"
+    advice = f"reduce eta (got {eta})" + ("" if gd else " or check the optimizer's hyperparameters")
+    limit = "the stability limit 2/λ_max of the Hessian" if gd else "the optimizer's limit"
+    records, y, k, rule, warned = [], trainable, 0, None, False
+    saves = iter(save_steps)
+    k_save = next(saves)
     with progress_bar(
         total=int(save_steps[-1]), desc=name, unit="step", disable=not progress, leave=False
     ) as bar:
-        for k_save in save_steps:
+        while k_save is not None or (
+            rule is not None and rule.check_step is not None and not warned
+        ):
+            # the next save, or sooner the end of an open excursion's window (past the
+            # last save when the run ends inside it: the window belongs to the rule)
+            check = rule.check_step if rule is not None and not warned else None
+            k_next = min(s for s in (k_save, check) if s is not None)
+            saving = k_next == k_save
             y_next, state_next = _advance(
-                loss, static, optimizer, scale, y, state, jnp.asarray(k), jnp.asarray(k_save - k)
+                loss, static, optimizer, scale, y, state, jnp.asarray(k), jnp.asarray(k_next - k)
             )
+            if not _finite(y_next) and not saving and k_save is None:
+                warn_diverged(name, eta, rule, k_next, None, limit)  # past the horizon
+                break
             if not _finite(y_next):
                 bad, last = _first_non_finite(loss, static, optimizer, scale, y, state, k)
-                raise diverged(watch.iterate(bad, last), records, save_steps, result)
-            bar.update(int(k_save - k))
-            bar.set_postfix(t=f"{k_save * eta:.3g}")
-            y, state, k = y_next, state_next, int(k_save)
+                raise diverged(
+                    f"{name} became non-finite at step {bad} (t={bad * eta:.6g}): the iterate "
+                    f"holds NaN or inf (the loss was {last:.6g} at step {bad - 1}){since(rule)}; "
+                    f"{advice}",
+                    records, save_steps, result,
+                )  # fmt: skip
+            if saving:
+                bar.update(int(k_next - k))
+                bar.set_postfix(t=f"{k_next * eta:.3g}")
+            y, state, k = y_next, state_next, int(k_next)
             at = (jnp.asarray(k * eta), y, state, scale, jnp.asarray(k))
             record = jax.tree.map(np.asarray, _record(recorder, by_state, static, *at))
-            message = watch.loss(float(record["loss"]), k)
-            if message:
-                raise diverged(message, records, save_steps, result)
-            records.append(record)
+            value = float(record["loss"])
+            if not np.isfinite(value) and k == 0:  # said "reduce eta": no step was taken
+                raise diverged(
+                    f"the loss is {value} at the start, t=0, before any step (not a matter "
+                    "of eta); check the loss, the data scale and the initialisation",
+                    records, save_steps, result,
+                )  # fmt: skip
+            rule = DivergenceRule(value) if rule is None else rule
+            if not np.isfinite(value) and saving:
+                raise diverged(
+                    f"{name} became non-finite at step {k} (t={k * eta:.6g}): the loss is "
+                    f"{value} (it was {rule.loss0:.6g} at step {save_steps[0]}){since(rule)}; "
+                    f"{advice}",
+                    records, save_steps, result,
+                )  # fmt: skip
+            verdict = rule.update(k, value) if not warned else None
+            if verdict is not None:
+                warned = True
+                warn_diverged(name, eta, rule, k, verdict, limit)
+            if saving:
+                records.append(record)
+                k_save = next(saves, None)
     return result(records, save_steps)
 
 

@@ -57,10 +57,13 @@ def compare(
 
     **Returns:** `(record, arrays)`. `arrays`: `t_gd` (K+1,), `loss_gd` (K+1,) at every step;
     `t` (T,) the sharpness/flow save times (every `every` steps); `sharpness_gd` (T, k);
-    `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; per flow `loss_<flow>`,
-    `distance_<flow>` = ‖w_GD(t) − w_flow(t)‖ (T,); the central flow's `sharpness_central`
-    and `predicted_loss` (T,). A flow that failed has no arrays and its reason in
-    `record["failed"]`. `record` holds the numbers of results.json (no NaN).
+    `t_flow` (T',) the flows' save times where GD stopped before `t1` (the flows run to `t1`
+    all the same; absent otherwise: they are `t`);
+    `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; per flow `loss_<flow>` (at
+    the flows' times), `distance_<flow>` = ‖w_GD(t) − w_flow(t)‖ over the times both
+    reached; the central flow's `sharpness_central` and `predicted_loss`. A flow that
+    failed has no arrays and its reason in `record["failed"]`. `record` holds the numbers
+    of results.json (no NaN).
 
     **Raises:** `ValueError` naming `eta` (≤ 0), `t1` (not a finite number, < η, or more than
     200,000 steps of η), `every` or `central_max_steps` (not an integer ≥ 1),
@@ -109,7 +112,8 @@ def compare(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         report(0.0, float(traj.ts[-1]), "sharpness")
-        S, products = sharpness_along(loss, sub, k, tol=LANCZOS_TOL, max_iters=LANCZOS_MAX_ITERS)
+        along = sharpness_along(loss, sub, k, tol=LANCZOS_TOL, max_iters=LANCZOS_MAX_ITERS)
+    S, products = along.values, along.products
     t = traj.ts[idx]
     arrays = {
         "t_gd": traj.ts,
@@ -135,14 +139,19 @@ def compare(
     }
     record.update(_edge_summary(t, S[:, 0], eta))
     w_gd = _flat(sub.params)
-    t_end = float(t[-1])
+    # The flows run to the requested horizon even where GD stopped early (diverged): they
+    # do not depend on GD; ‖GD − flow‖ is over the times both reached.
+    t_flow = eta * np.arange(0, steps + 1, every)
+    if len(t_flow) > len(t):
+        arrays["t_flow"] = t_flow
+    t_end = float(t_flow[-1])
     chosen = [f"{f}_flow" for f in flows_compared]
     for name in [f for f in FLOWS if f in chosen] if t_end > 0 else ():
         stopped = None
         what = name.replace("_", " ")
         report(0.0, t_end, what)
         try:
-            flow = _flow(name, loss, params0, t_end, t, eta, settings, central_max_steps,
+            flow = _flow(name, loss, params0, t_end, t_flow, eta, settings, central_max_steps,
                          lambda t, t1, what=what: report(t, t1, what))  # fmt: skip
         except (flows.MaxStepsReached, EdgeLimitReached) as e:
             # The central flow tracks one eigenvalue (k = 1): it stops where a second reaches
@@ -156,7 +165,8 @@ def compare(
             record["failed"][name] = " ".join(str(e).split())
             continue
         arrays[f"loss_{name}"] = flow.loss
-        dist = np.linalg.norm(w_gd[: len(flow.ts)] - _flat(flow.params), axis=1)
+        n = min(len(w_gd), len(flow.ts))
+        dist = np.linalg.norm(w_gd[:n] - _flat(flow.params)[:n], axis=1)
         arrays[f"distance_{name}"] = dist
         record[name] = {
             "num_steps": int(flow.stats["num_steps"]),

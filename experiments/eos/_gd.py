@@ -8,18 +8,19 @@ import jax
 import numpy as np
 
 import flows
+from flows import _divergence as flows_divergence
 
-#: GD has diverged once its loss exceeds this multiple of the initial loss (or is not finite).
-DIVERGED = 1e3
 CHUNK = 50  # steps per call of flows.gradient_descent
 
 
 @dataclasses.dataclass(frozen=True)
 class Descent:
-    """GD from step 0 to the last finite step below the divergence threshold.
+    """GD from step 0 to the horizon, or to the step before it diverged.
 
     `trajectory`: a `flows.Trajectory` saved at every step (t = kη, params included);
-    `diverged`: None, or `{"step", "t", "loss", "reason"}` where it stopped."""
+    `diverged`: None, or `{"step", "t", "loss", "reason"}`: where the loss left for good
+    (the start of the excursion that did not come back, or the first non-finite step; loss
+    None when not finite), by the rule of `flows.DivergenceWarning`."""
 
     trajectory: flows.Trajectory
     diverged: dict | None
@@ -27,62 +28,59 @@ class Descent:
 
 def descend(loss, params0, *, eta: float, steps: int, report=lambda t, t1: None) -> Descent:
     """`steps` steps of gradient descent with step `eta` from `params0` (flows.gradient_descent,
-    `CHUNK` steps per call), every step saved. It stops at the first step whose loss is not
-    finite or exceeds `DIVERGED`·L(0), and reports that step and its loss; when the iterates
-    overflow inside a chunk (non-finite parameters), the last finite step before it.
-    Divergence is detected here (at `DIVERGED`), so `flows.DivergenceWarning` is not shown."""
-    chunks, params, done, diverged = [], params0, 0, None
+    `CHUNK` steps per call), every step saved, judged step by step by the divergence rule that
+    `flows.gradient_descent` uses (`flows._divergence.DivergenceRule`): a loss that is not
+    finite, or one more than `GROWTH` (1e3) times max(|L(0)|, tiny) above L(0) that does not
+    come back below within `WINDOW` (100) steps. A spike that comes back (the catapult) is
+    kept; an excursion still open at `steps` is followed past it (not kept) until decided.
+    On divergence the steps before the excursion's start are kept.
+
+    **Raises:** `FloatingPointError` from `flows.gradient_descent` when the loss is not
+    finite at the start (no step taken: the loss, not divergence)."""
+    chunks, params, done, verdict, rule = [], params0, 0, None, None
     t1 = steps * eta
-    while done < steps and diverged is None:
-        n = min(CHUNK, steps - done)
+    while verdict is None and (done < steps or (rule is not None and rule.check_step is not None)):
+        n = min(CHUNK, steps - done) if done < steps else min(CHUNK, rule.check_step - done)
         failed = None
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings():  # the rule is applied here, at every step
                 warnings.simplefilter("ignore", flows.DivergenceWarning)
                 part = flows.gradient_descent(
                     loss, params, n * eta, eta=eta, ts=eta * np.arange(n + 1), max_steps=n
                 )
         except FloatingPointError as e:
             # Every step is saved: `partial` holds the finite steps before the failure.
+            if not chunks and rule is None and getattr(e, "partial", None) is None:
+                raise  # the loss at the start: no step was taken
             failed, part = e, getattr(e, "partial", None)
-            if part is None:
-                last = chunks[-1] if chunks else None
-                diverged = {
-                    "step": done,
-                    "t": done * eta,
-                    "loss": float(last.loss[-1]) if last is not None else None,
-                    "reason": f"the iterates became non-finite within steps {done} to "
-                    f"{done + n}; loss is the last finite one",
-                }
+        values = part.loss if part is not None else np.zeros(0)
+        for i, value in enumerate(values):
+            rule = flows_divergence.DivergenceRule(value) if rule is None else rule
+            if (chunks or i) and (verdict := rule.update(done + i, value)) is not None:
                 break
-        bad = ~np.isfinite(part.loss) | (part.loss > DIVERGED * (chunks or [part])[0].loss[0])
-        if bad.any():
-            j = int(np.argmax(bad))
-            keep = j  # steps done + 0 .. done + j - 1 are below the threshold
-            diverged = {
-                "step": done + j,
-                "t": (done + j) * eta,
-                "loss": float(part.loss[j]) if np.isfinite(part.loss[j]) else None,
-                "reason": f"the loss exceeded {DIVERGED:g} times its initial value"
-                if np.isfinite(part.loss[j])
-                else "the loss became non-finite",
-            }
-            part = _slice(part, max(keep, 1))
-        elif failed is not None:  # the step after the last finite one is the failure
-            j = len(part.ts)
-            diverged = {
-                "step": done + j,
-                "t": (done + j) * eta,
-                "loss": None,
-                "reason": "the loss became non-finite"
-                if "the loss is" in str(failed)
-                else f"the iterates became non-finite after step {done + j - 1}",
-            }
-        chunks.append(part if not chunks else _slice(part, len(part.ts), start=1))
+        if verdict is None and failed is not None:  # the step after the last finite save
+            verdict = rule.update(done + max(len(values), 1), np.inf)
+            if "the loss is" not in str(failed):
+                verdict = dataclasses.replace(
+                    verdict,
+                    reason=f"the iterates became non-finite within steps {done} to {done + n}",
+                )
+        if part is not None and done < steps:
+            chunks.append(part if not chunks else _slice(part, len(part.ts), start=1))
         done += n
-        params = part.at(-1)
+        params = part.at(-1) if part is not None else params
         report(min(done, steps) * eta, t1)
-    return Descent(_join(chunks, eta), diverged)
+    trajectory = _join(chunks, eta)
+    if verdict is None:
+        return Descent(trajectory, None)
+    keep = max(verdict.step, 1)
+    diverged = {
+        "step": verdict.step,
+        "t": verdict.step * eta,
+        "loss": verdict.value,
+        "reason": verdict.reason,
+    }
+    return Descent(_join([_slice(trajectory, keep)], eta), diverged)
 
 
 def _slice(traj, stop, start=0):

@@ -57,23 +57,27 @@ def eta_figure(run: dict, a: dict):
     fig = new_figure(13.0, 4.2)
     ax_s, ax_l, ax_d = fig.subplots(1, 3)
     t, S = a["t"], a["sharpness_gd"]
+    t_flow = a.get("t_flow", t)  # the flows reach t1 where GD stopped early
+    few = {"marker": "o", "ms": 4} if len(a["t_gd"]) < 5 else {}  # a lone point is seen
     for j in range(S.shape[1] - 1, 0, -1):
         ax_s.plot(t, S[:, j], color="0.6", lw=0.8, label=f"GD: λ_{j + 1}" if j < 3 else None)
-    ax_s.plot(t, S[:, 0], color="k", lw=1.0, label="GD: S = λ_max(∇²L)")
+    ax_s.plot(t, S[:, 0], color="k", lw=1.0, label="GD: S = λ_max(∇²L)", **few)
     if "sharpness_central" in a:
         S_c = a["sharpness_central"]
-        ax_s.plot(t[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--", label="central flow: S")
-    bound_line(ax_s, t[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}", color="tab:orange")
+        ax_s.plot(t_flow[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--",
+                  label="central flow: S")  # fmt: skip
+    bound_line(ax_s, t_flow[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}",
+               color="tab:orange")  # fmt: skip
     ax_s.set(xlabel=TIME, ylabel="sharpness S (loss units per parameter²)",
              title=f"sharpness of GD, η = {eta:g}")  # fmt: skip
-    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, label="GD (every step)")
+    ax_l.plot(a["t_gd"], a["loss_gd"], color="k", lw=0.7, label="GD (every step)", **few)
     for name, (label, colour, ls) in FLOW_STYLE.items():
         if f"loss_{name}" in a:
             y = a[f"loss_{name}"]
-            ax_l.plot(t[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
+            ax_l.plot(t_flow[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
     if "predicted_loss" in a:
         p = a["predicted_loss"]
-        ax_l.plot(t[: len(p)], p, color="tab:red", ls=":", lw=1.6,
+        ax_l.plot(t_flow[: len(p)], p, color="tab:red", ls=":", lw=1.6,
                   label="central flow: predicted time-averaged GD loss L + σ²/η")  # fmt: skip
     ax_l.set_yscale("log")
     ax_l.set(xlabel=TIME, ylabel="training loss L (mean over points)", title="training loss")
@@ -81,8 +85,10 @@ def eta_figure(run: dict, a: dict):
         if f"distance_{name}" in a:
             d = a[f"distance_{name}"]
             keep = d > 0
-            ax_d.plot(t[: len(d)][keep], d[keep], color=colour, ls=ls, lw=1.4)
+            ax_d.plot(t[: len(d)][keep], d[keep], color=colour, ls=ls, lw=1.4, **few)
     ax_d.set_yscale("log")
+    if t_flow[-1] > t_flow[0]:
+        ax_d.set_xlim(t_flow[0], t_flow[-1])  # the requested horizon, even where GD stopped
     ax_d.set(xlabel=TIME, ylabel="‖w_GD(t) − w_flow(t)‖ (parameter units)",
              title="distance of GD from each flow")  # fmt: skip
     if run.get("t_edge") is not None:
@@ -92,6 +98,10 @@ def eta_figure(run: dict, a: dict):
     if run.get("diverged"):
         d = run["diverged"]
         ax_l.set_title(f"training loss (GD diverged at step {d['step']})")
+    notes = stop_notes(run)
+    if notes:  # why a curve stops, or is absent: never an empty panel without a word
+        ax_d.text(0.02, 0.98, "\n".join(notes), transform=ax_d.transAxes, va="top",
+                  fontsize=7, wrap=True, color="0.2")  # fmt: skip
     handles, labels = [], []
     for ax in (ax_s, ax_l):
         h, lab = ax.get_legend_handles_labels()
@@ -99,6 +109,28 @@ def eta_figure(run: dict, a: dict):
         labels += lab
     figure_legend(fig, handles, labels, ncol=4)
     return fig
+
+
+def stop_notes(run: dict) -> list[str]:
+    """One short line per curve that stops before t1 or is absent, and why."""
+    notes = []
+    if run.get("diverged"):
+        d = run["diverged"]
+        notes.append(
+            f"GD stops at step {d['step']} (t = {d['t']:.4g}): diverged; no distance after it"
+        )
+    for name, reason in (run.get("failed") or {}).items():
+        notes.append(f"{FLOW_STYLE[name][0]}: not drawn, {_short(reason)}")
+    for name in FLOW_STYLE:
+        stopped = (run.get(name) or {}).get("stopped")
+        if stopped:
+            notes.append(f"{FLOW_STYLE[name][0]} stops at t = {stopped['t']:.4g}: "
+                         f"{_short(stopped['reason'])}")  # fmt: skip
+    return notes
+
+
+def _short(reason: str, width: int = 70) -> str:
+    return reason if len(reason) <= width else reason[: width - 1] + "…"
 
 
 def cosine_figure(cosines):

@@ -51,6 +51,29 @@ def horizon(s, constants) -> float:
     return t1
 
 
+def horizon_note(s, t1, constants) -> str | None:
+    """The line said when the horizon was chosen automatically (None when --t1 was given):
+    its value and reason and, when an explicit solver would need more than
+    `LONG_RUN_STEPS` steps per α, that estimate of the cost (a 30-point CSV got t1 = 6.1e4
+    from λ_min = 1.1e-4 and ran its first α for more than 260 s without a word)."""
+    if s["t1"] is not None:
+        return None
+    lam_min, lam_max = constants.lambda_min, constants.lambda_max
+    line = (
+        f"lazy: horizon t1 = {t1:.4g}, chosen as D·ln(10)/(2·λ_min(Σ)) with λ_min = "
+        f"{lam_min:.3g} and D = --loss-decades = {s['loss_decades']:g} (the linearised loss "
+        "falls by 10^D); --t1 sets it"
+    )
+    steps = flows.lazy.explicit_steps(t1, lam_max, "tsit5")
+    if steps > LONG_RUN_STEPS and flows.STABILITY_BOUNDARY.get(s["solve"].name) is None:
+        line += (
+            f". A long run: λ_max/λ_min = {lam_max / lam_min:.3g}, so an explicit solver "
+            f"needs at least {steps:.3g} steps per α to t1 (λ_max·t1/3.5) and {s['solve'].name} "
+            "many stiff steps; a shorter --t1 or fewer --loss-decades makes it shorter"
+        )
+    return line
+
+
 def check_cost(s, t1, lambda_max) -> None:
     """Refuse an explicit solver that cannot reach t1 within --max-steps (exit 2, naming the
     options that change it); say so before starting when it will take long."""
@@ -91,6 +114,9 @@ def sweep_model(model, data, s, folder, sweep, stored, describe: dict, user_mode
     if user_model:  # before the folder: every α would fail on it
         check_outputs(model, X, Y)
     t1 = horizon(s, constants)
+    note = horizon_note(s, t1, constants)
+    if note:
+        tqdm.write(note)
     check_cost(s, t1, constants.lambda_max)
     ts = flows.lazy.lazy_save_times(t1, constants.lambda_max, s["n_times"])
     config = stored or {

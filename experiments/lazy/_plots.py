@@ -74,6 +74,14 @@ def draw_gaps(res: dict) -> Figure:
             offset=OFFSET,
             fits=fitted,
         )
+    unresolved = [r["alpha"] for r in res["runs"] if r.get("unresolved")]
+    if unresolved:  # an empty figure is never written without a word
+        ax.text(
+            0.02, 0.02,
+            "not drawn (gaps below float64's resolution 1e-292, round-off): α = "
+            + ", ".join(f"{a:.3g}" for a in unresolved),
+            transform=ax.transAxes, fontsize=8, va="bottom", color="C3",
+        )  # fmt: skip
     P.log_axis(ax)
     ax.set_xlabel(P.ALPHA_LABEL)
     ax.set_ylabel("sup over flow time t ≤ t1 of the gap\n(parameter norm / output norm)")

@@ -45,6 +45,9 @@ def print_summary(folder: str, figures) -> None:
             print(f"{r['alpha']:>11.3g} failed: {r['reason']}")
         else:
             print(" ".join(f"{_fmt(r.get(k), spec):>11}" for _, k, spec in COLUMNS))
+    for r in res["runs"]:
+        if r.get("unresolved"):
+            print(f"not measured: {r['unresolved']['reason']}")
     print(f"data: {res['config'].get('data_description', res['config']['data'])}")
     print(_slopes(fits, th))
     print(

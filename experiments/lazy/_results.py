@@ -15,6 +15,14 @@ EXPECTED_SLOPES = {
 }
 
 
+#: A sup gap below this is not a measurement: float64 has lost its relative precision there
+#: (subnormal or 0; at α = 1e300 the gaps, O(1/α) and O(1/α²), underflow to exactly 0)
+RESOLUTION = float(np.finfo(np.float64).tiny / np.finfo(np.float64).eps)  # 1.0e-292
+GAPS = {
+    "sup_weight_gap": "weight gap",
+    "sup_output_gap": "output gap",
+    "sup_heldout_output_gap": "held-out gap",
+}
 MIN_FIT_ALPHAS = 3  # a slope through two points says nothing about a power law
 LATE_ALPHA = 10.0  # the lazy regime of the late rate (docs/lazy.md: "α ≥ 10")
 
@@ -52,11 +60,11 @@ def _theory(constants, s, t1) -> dict:
 def _fits(runs, heldout: bool) -> dict:
     """Log-log slopes over the finished α, only from `MIN_FIT_ALPHAS` of them on."""
     ok = [r for r in runs if not r["failed"]]
-    alphas = [r["alpha"] for r in ok]
     enough = len(ok) >= MIN_FIT_ALPHAS
 
-    def slope(key):
-        return flows.lazy.loglog_slope(alphas, [r[key] for r in ok]) if enough else None
+    def slope(key):  # an unresolved gap (None) is left out, and counts not
+        pairs = [(r["alpha"], r[key]) for r in ok if r.get(key) is not None]
+        return flows.lazy.loglog_slope(*zip(*pairs)) if len(pairs) >= MIN_FIT_ALPHAS else None
 
     late = [r["rate"] for r in ok if r["alpha"] >= LATE_ALPHA and r.get("rate") is not None]
     return {
@@ -128,6 +136,27 @@ def _pl_fits(runs, lambda_min) -> dict:
     }
 
 
+def mark_unresolved(run: dict) -> dict:
+    """Flag a finished α whose sup gaps are below `RESOLUTION` (round-off, not measured):
+    those gaps become None (their values kept in `run["unresolved"]`), and so do
+    `theorem_2_4_conditions_hold` and `theorem_2_4_bound_held`, so that no theorem is said to
+    hold on them ("Thm2.4 ok: yes" was printed for α = 1e300 with every gap exactly 0).
+    Returns `run`, changed in place."""
+    low = {k: run[k] for k in GAPS if run.get(k) is not None and run[k] < RESOLUTION}
+    if not low:
+        return run
+    shown = ", ".join(f"{GAPS[k]} {v:.3g}" for k, v in low.items())
+    run["unresolved"] = {
+        "values": low,
+        "reason": f"α = {run['alpha']:.3g}: {shown}, below float64's resolution "
+        f"{RESOLUTION:.2g} (the gaps scale like 1/α and 1/α²: round-off, not a measurement); "
+        "not fitted, no theorem checked",
+    }
+    run.update({k: None for k in low})
+    run.update(theorem_2_4_conditions_hold=None, theorem_2_4_bound_held=None)
+    return run
+
+
 def bound_held(residual, bound, floor: float) -> bool:
     """Whether the measured residual ‖αh(w_α(t)) − y*‖ `(T,)` stays below Theorem 2.4's
     `bound` `(T,)` at every save time (1e-9: round-off at t = 0), judged where the bound is
@@ -176,7 +205,7 @@ def write_results(folder, config, records, parts, constants, s, t1, sweep) -> No
         run = {key: rec.get(key, extra.get(key)) for key in RUN_KEYS}
         run.update(extra)
         run.update({k: v for k, v in rec.items() if k not in run})
-        runs.append(run)
+        runs.append(mark_unresolved(run) if not rec["failed"] else run)
     results = {
         "experiment": "lazy",
         "config": config,

@@ -99,8 +99,9 @@ def _flows(objectives: tuple, starts: np.ndarray, t1: float, args, *, n_times, s
 
 def _gradient_descent(objective: Callable, w0: np.ndarray, eta: float, steps: int) -> np.ndarray:
     """Iterates w ← w − η∇F(w) of `flows.gradient_descent`, every step: shape (steps + 1, 2).
-    **Raises:** `FloatingPointError` when they diverge: non-finite, or a loss grown 1e10
-    times (`flows.DivergenceWarning` as the error, so that the CLI prints one line)."""
+    **Raises:** `FloatingPointError` when they diverge: non-finite, or by the rule of
+    `flows.DivergenceWarning` (1e3·|L(0)| above L(0) for 100 steps), raised as the error so
+    that the CLI prints one line."""
     t1 = eta * steps
     with warnings.catch_warnings():
         warnings.simplefilter("error", flows.DivergenceWarning)

@@ -18,6 +18,7 @@ from ._central import EdgeLimitReached as EdgeLimitReached
 from ._central import central_flow as central_flow
 from ._complementarity import ComplementarityError as ComplementarityError
 from ._cosine import update_cosine as update_cosine
+from ._edge_warning import EdgeOfStabilityWarning as EdgeOfStabilityWarning
 from ._modified import modified_flow as modified_flow
 from ._optimizers import adam as adam
 from ._optimizers import geometry_aware as geometry_aware
@@ -25,6 +26,8 @@ from ._optimizers import heavy_ball as heavy_ball
 from ._optimizers import rmsprop as rmsprop
 from ._preconditioned import adaptive_preconditioner as adaptive_preconditioner
 from ._preconditioned import preconditioned_sharpness as preconditioned_sharpness
+from ._sharpness import Sharpness as Sharpness
+from ._sharpness import SharpnessAlong as SharpnessAlong
 from ._sharpness import sharpness as sharpness
 from ._sharpness import sharpness_along as sharpness_along
 
@@ -38,6 +41,7 @@ __all__ = [
     "central_flow",
     "ComplementarityError",
     "EdgeLimitReached",
+    "EdgeOfStabilityWarning",
     "update_cosine",
     "modified_flow",
     "optimize",
@@ -47,6 +51,8 @@ __all__ = [
     "rmsprop",
     "adaptive_preconditioner",
     "preconditioned_sharpness",
+    "Sharpness",
+    "SharpnessAlong",
     "sharpness",
     "sharpness_along",
 ]

@@ -81,8 +81,8 @@ class _CentralField(eqx.Module):
 
     def eig(self, w, U0):
         """The top k+1 eigenpairs of H(w): (values (k+1,), vectors (k+1, p))."""
-        lam, U, _, _ = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS)
-        return lam, U
+        top = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS)
+        return top.values, top.vectors
 
     def block(self, w, U, m):
         """(g, J, P, q) of the complementarity problem on the top m eigenvectors (svec
@@ -255,8 +255,6 @@ def central_flow(
     solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
-    lam0, U = _eig(field, w, jnp.zeros((k + 1, w.shape[0]), w.dtype))
-    m = int(np.sum(np.asarray(lam0) >= 2.0 / eta))
     t, done, state, events, saved = 0.0, 0, None, [], []
     stats = SolveStats(solvers=[solver_name])
 
@@ -264,8 +262,7 @@ def central_flow(
         return _trajectory(saved, ts, spec, static, save_params, stats, events, settings,
                            solver_name, t1, eta, k)  # fmt: skip
 
-    if m > k:
-        raise _limit(0.0, k, eta, partial)
+    m, U = _start_phase(field, w, k, eta, partial)
     bar = progress_bar(total=t1, desc="central flow", disable=not progress, leave=False)
     _FAILED.clear()
     try:
@@ -345,6 +342,40 @@ class EdgeLimitReached(RuntimeError):
     def __init__(self, message: str, t: float, partial: Trajectory | None):
         super().__init__(message)
         self.t, self.partial = t, partial
+
+
+#: Relative distance |λη/2 − 1| within which an eigenvalue at t = 0 counts as on the edge.
+EDGE_RTOL = 1e-8
+
+
+def _start_phase(field, w, k, eta, partial):
+    """`(m, U)` at t = 0, where the events' conditions may already hold (an event that is
+    true at t0 never fires, so each is settled here):
+
+    - an eigenvalue above 2/η by more than `EDGE_RTOL`: `ValueError` naming S(0) and 2/η
+      (GD at that step is unstable from the start, and the central flow does not describe
+      its catapult);
+    - the m eigenvalues on the edge (within `EDGE_RTOL`) start tracked, unless X cannot hold
+      them (the leave condition already holds): then they are let go one at a time, last
+      first, so that a start on the edge where the gradient flow lowers S is the gradient
+      flow with m = 0, not a claim to be on the edge;
+    - more than k on the edge: `EdgeLimitReached`."""
+    lam, U = _eig(field, w, jnp.zeros((k + 1, w.shape[0]), w.dtype))
+    excess = np.asarray(lam) * eta / 2 - 1.0
+    if excess[0] > EDGE_RTOL:
+        raise ValueError(
+            f"params0: S(0) = {float(lam[0]):.6g} > 2/eta = {2 / eta:.6g} (by "
+            f"{100 * excess[0]:.3g} %): the central flow starts below or on the edge of "
+            "stability, and gradient descent at this eta is unstable from its first step "
+            f"(a catapult the central flow does not describe); take eta <= {2 / float(lam[0]):.6g} "
+            "or start where S <= 2/eta"
+        )
+    m = int(np.sum(excess >= -EDGE_RTOL))
+    if m > k:
+        raise _limit(0.0, k, eta, partial)
+    while m > 0 and float(_phase(field, w, m, U)[1]) > 0:
+        m -= 1
+    return m, U
 
 
 def _limit(t, k, eta, partial):

@@ -22,11 +22,21 @@ def flat_loss(loss: Callable, params: Any):
     return flat_function(loss, spec, static), spec.ravel(trainable), spec, static
 
 
-def flat_function(loss, spec, static):
-    def f(w):
-        return loss(eqx.combine(spec.unravel(w), static))
+class FlatFunction(eqx.Module):
+    """f(w) = loss(params rebuilt from w): a pytree whose static part is the loss and the
+    spec, so that jitted code taking it is reused by every call on the same loss structure
+    (a new closure per call was a new static argument, hence a new compilation)."""
 
-    return f
+    loss: Callable = eqx.field(static=True)
+    spec: FlatSpec = eqx.field(static=True)
+    static: Any
+
+    def __call__(self, w):
+        return self.loss(eqx.combine(self.spec.unravel(w), self.static))
+
+
+def flat_function(loss, spec, static) -> FlatFunction:
+    return FlatFunction(loss, spec, static)
 
 
 def hvp(f, w, v):

@@ -1,14 +1,22 @@
-"""Lanczos on a symmetric operator, full reorthogonalisation, restarted on breakdown: the k
-largest eigenpairs to a residual tolerance, under `jit` (one `lax.while_loop`).
+"""Band (block) Lanczos on a symmetric operator, full reorthogonalisation, restarted on
+breakdown: the k largest eigenpairs, repeated eigenvalues included, to a residual tolerance,
+under `jit` (one `lax.while_loop`).
 
-Full reorthogonalisation (twice, "twice is enough") keeps the basis orthonormal to round-off,
-so no spurious copies of converged Ritz values appear; a breakdown (an invariant subspace, as
-on small problems) restarts from a fixed pseudo-random vector orthogonal to the basis, so that
-every eigenvalue, repeated ones included, is reached once the basis spans the space.
+A Krylov space grown from one vector holds one direction of each eigenspace, so single-vector
+Lanczos cannot see a repeated eigenvalue: it returns the next distinct value instead. Grown
+from a block of b vectors it holds b directions of each eigenspace, so every multiplicity up
+to b is seen; with b = k all k largest eigenvalues are found with their multiplicities. The
+block is grown one vector at a time (Ruhe's band form: v_{j+b} ∝ (I − VVᵀ)Hv_j), so the
+number of Hessian-vector products need not be a multiple of b. Every inner product vᵢ·Hv_j
+with the basis is kept, so the projected matrix is VᵀHV itself and not a model of it. Full
+reorthogonalisation (twice, "twice is enough") keeps the basis orthonormal to round-off; a
+breakdown (an invariant subspace reached, as from a warm start inside one) restarts from a
+pseudo-random vector orthogonal to the basis, so that Lanczos goes on outside what it found.
 
-Reference: Golub & Van Loan, Matrix Computations (4th ed.), §10.1–10.3 (Lanczos, its Ritz
-residual β_m|e_mᵀs_i|, full reorthogonalisation); Parlett, The Symmetric Eigenvalue Problem,
-ch. 13.
+Reference: Golub & Van Loan, Matrix Computations (4th ed.), §10.3.6 (block Lanczos), §10.1
+(the Ritz residual); Ruhe 1979, "Implementation aspects of band Lanczos algorithms for
+computation of eigenvalues of large sparse symmetric matrices", Math. Comp. 33; Parlett, The
+Symmetric Eigenvalue Problem, ch. 13.
 """
 
 from collections.abc import Callable
@@ -19,87 +27,100 @@ import jax.numpy as jnp
 
 def _orthogonalise(V, w, live):
     for _ in range(2):
-        c = jnp.where(live, V @ w, 0.0)
-        w = w - c @ V
+        w = w - jnp.where(live, V @ w, 0.0) @ V
     return w
 
 
-def _ritz(alpha, beta, j, m):
-    """Eigenpairs of the leading (j+1)×(j+1) block of the tridiagonal T, padded to m×m with a
-    decoupled diagonal below every Ritz value; ascending."""
-    idx = jnp.arange(m)
-    live = idx <= j
-    a = jnp.where(live, alpha, 0.0)
-    b = jnp.where(idx < j, beta, 0.0)
-    radius = jnp.abs(b) + jnp.abs(jnp.concatenate([jnp.zeros(1, b.dtype), b[:-1]]))
-    low = jnp.min(jnp.where(live, a - radius, jnp.inf))
-    pad = low - 1.0 - jnp.max(jnp.where(live, jnp.abs(a) + radius, 0.0))
-    T = jnp.diag(jnp.where(live, a, pad)) + jnp.diag(b[:-1], 1) + jnp.diag(b[:-1], -1)
-    return jnp.linalg.eigh(T)
+def _unit(w):
+    norm = jnp.linalg.norm(w)
+    return w / jnp.where(norm > 0, norm, 1.0), norm
 
 
-def lanczos_top(matvec: Callable, v0, k: int, m_max: int, tol, key=None, check_every: int = 4):
-    """The k largest eigenvalues of the symmetric operator `matvec` on R^p, descending.
+def start_block(v0, key):
+    """Orthonormal start rows `(b, p)` from `v0` `(b, p)`: each nonzero row (a warm start)
+    is normalised and mixed with an equal part of a pseudo-random unit vector, so that the
+    Krylov space reaches, as from a cold start, modes outside the warm start's span; zero
+    rows are pseudo-random."""
+    b, p = v0.shape
+    norms = jnp.linalg.norm(v0, axis=1, keepdims=True)
+    noise = jax.random.normal(key, (b, p), v0.dtype)
+    noise = noise / jnp.linalg.norm(noise, axis=1, keepdims=True)
+    rows = jnp.where(norms > 0, v0 / jnp.where(norms > 0, norms, 1.0) + noise, noise)
+    q, _ = jnp.linalg.qr(rows.T)
+    return q.T
 
-    `v0` `(p,)`: start vector (a warm start: the sum of the previous eigenvectors); zero is
-    replaced by a fixed pseudo-random vector. Stops once the top k Ritz residuals
-    β_j|s_ji| ≤ `tol`·max|θ| (then |θ − λ| ≤ that too), or after `m_max` ≤ p products;
-    tested every `check_every` products (each test is an eigendecomposition of m_max×m_max).
+
+def band_lanczos_top(matvec: Callable, V0, k: int, n_max: int, tol, key, check_every: int = 4):
+    """The k largest eigenpairs of the symmetric operator `matvec` on R^p, descending.
+
+    `V0` `(b, p)` orthonormal start rows (b ≥ 1; b ≥ k to see every multiplicity in the top
+    k). At most `n_max` ≤ p products; stops once the top k Ritz pairs (θ, y) have relative
+    residual ‖Hy − θy‖/max|θ| ≤ `tol`, tested every `check_every` products (each test is an
+    eigendecomposition of an n_max-square matrix).
 
     Returns `(theta (k,), vectors (k, p), products, residual)`: `residual` the largest
     relative Ritz residual of the k pairs (≤ tol when converged).
     """
-    p = v0.shape[0]
-    if key is None:
-        key = jax.random.PRNGKey(0)
-    norm0 = jnp.linalg.norm(v0)
-    start = jnp.where(norm0 > 0, v0 / jnp.where(norm0 > 0, norm0, 1.0), 0.0)
-    fallback = jax.random.normal(key, (p,), v0.dtype)
-    start = jnp.where(norm0 > 0, start, fallback / jnp.linalg.norm(fallback))
-    V = jnp.zeros((m_max + 1, p), v0.dtype).at[0].set(start)
-    alpha = jnp.zeros(m_max, v0.dtype)
-    beta = jnp.zeros(m_max, v0.dtype)
-    idx = jnp.arange(m_max + 1)
+    b, p = V0.shape
+    size = n_max + b
+    V = jnp.zeros((size, p), V0.dtype).at[:b].set(V0)
+    valid = jnp.arange(size) < b
+    T = jnp.zeros((size, n_max), V0.dtype)  # T[i, j] = v_i · H v_j, i ≤ j + b
+    idx = jnp.arange(size)
 
-    def residuals(alpha, beta, j):
-        theta, S = _ritz(alpha, beta, j, m_max)
-        top = S[:, ::-1][:, :k]
-        res = jnp.abs(beta[j] * top[j]) / jnp.maximum(jnp.max(jnp.abs(theta[::-1][:k])), 1e-300)
-        ok = jnp.logical_and(j + 1 >= k, jnp.max(res) <= tol)
-        return ok, jnp.max(res)
+    def ritz(T, valid, n):
+        live = (idx[:n_max] < n) & valid[:n_max]
+        upper = jnp.triu(T[:n_max])
+        A = upper + jnp.triu(upper, 1).T
+        A = jnp.where(live[:, None] & live[None, :], A, 0.0)
+        pad = -(1.0 + jnp.sum(jnp.abs(A)))  # below every Ritz value: decoupled padding
+        theta, S = jnp.linalg.eigh(A + jnp.diag(jnp.where(live, 0.0, pad)))
+        theta, S = theta[::-1][:k], jnp.where(live[:, None], S[:, ::-1][:, :k], 0.0)
+        # Hy − θy lies in the span of the vectors not yet multiplied (i ≥ n)
+        outside = jnp.where((idx >= n)[:, None], T, 0.0) @ S
+        residual = jnp.linalg.norm(outside, axis=0) / jnp.maximum(jnp.max(jnp.abs(theta)), 1e-300)
+        return theta, S, residual, jnp.sum(live) >= k
 
     def cond(carry):
-        return jnp.logical_and(carry[3] < m_max, jnp.logical_not(carry[4]))
+        return jnp.logical_and(carry[3] < n_max, jnp.logical_not(carry[4]))
 
     def body(carry):
-        V, alpha, beta, j, _, _ = carry
+        V, valid, T, j, _, _ = carry
         w = matvec(V[j])
-        scale = jnp.linalg.norm(w)
-        a = V[j] @ w
-        w = _orthogonalise(V, w, idx <= j)
-        b = jnp.linalg.norm(w)
-        breakdown = b <= 1e-12 * jnp.maximum(scale, 1e-300)
+        live = idx < j + b
+        c = jnp.where(live & valid, V @ w, 0.0)
+        w = _orthogonalise(V, w - c @ V, live & valid)
+        nxt, beta = _unit(w)
+        # a breakdown (an invariant subspace): restart orthogonally to the basis
+        scale = jnp.max(jnp.abs(c)) + jnp.linalg.norm(w)
+        breakdown = beta <= 1e-13 * jnp.maximum(scale, 1e-300)
 
-        def restart(_):  # only on a breakdown: a random vector orthogonal to the basis
+        def restart(_):
             r = jax.random.normal(jax.random.fold_in(key, j + 1), (p,), w.dtype)
-            r = _orthogonalise(V, r, idx <= j)
-            r_norm = jnp.linalg.norm(r)
-            return r / jnp.where(r_norm > 0, r_norm, 1.0)
+            return _unit(_orthogonalise(V, _unit(r)[0], live & valid))[0]
 
-        nxt = jax.lax.cond(breakdown, restart, lambda _: w / jnp.where(b > 0, b, 1.0), None)
-        alpha, beta = alpha.at[j].set(a), beta.at[j].set(jnp.where(breakdown, 0.0, b))
-        V = V.at[j + 1].set(nxt)
-        test = jnp.logical_or((j + 1) % check_every == 0, j + 1 >= m_max)
-        ok, res = jax.lax.cond(
-            test, residuals, lambda *_: (jnp.asarray(False), jnp.asarray(jnp.inf, w.dtype)),
-            alpha, beta, j,
+        nxt = jax.lax.cond(breakdown, restart, lambda _: nxt, None)
+        # in a basis that already spans R^p nothing is left: the new vector is not valid
+        ok_new = jnp.linalg.norm(nxt) > 0.5
+        nxt = jnp.where(ok_new, nxt, 0.0)
+        V, valid = V.at[j + b].set(nxt), valid.at[j + b].set(ok_new)
+        T = T.at[:, j].set(jnp.where(live & valid, c, 0.0).at[j + b].set(nxt @ w))
+        test = jnp.logical_or((j + 1) % check_every == 0, j + 1 >= n_max)
+
+        def check(T, valid):
+            _, _, residual, enough = ritz(T, valid, j + 1)
+            worst = jnp.max(residual)
+            return jnp.logical_and(enough, worst <= tol), worst
+
+        done, worst = jax.lax.cond(
+            test, check, lambda *_: (jnp.asarray(False), jnp.asarray(jnp.inf, w.dtype)),
+            T, valid,
         )  # fmt: skip
-        return V, alpha, beta, j + 1, ok, res
+        return V, valid, T, j + 1, done, worst
 
-    init = (V, alpha, beta, jnp.asarray(0), jnp.asarray(False), jnp.asarray(jnp.inf, v0.dtype))
-    V, alpha, beta, n, _, res = jax.lax.while_loop(cond, body, init)
-    theta, S = _ritz(alpha, beta, n - 1, m_max)
-    theta, S = theta[::-1][:k], S[:, ::-1][:, :k]
-    vectors = S.T @ V[:m_max]
+    init = (V, valid, T, jnp.asarray(0), jnp.asarray(False), jnp.asarray(jnp.inf, V0.dtype))
+    V, valid, T, n, _, _ = jax.lax.while_loop(cond, body, init)
+    theta, S, residual, _ = ritz(T, valid, n)
+    vectors = S.T @ V[:n_max]
     vectors = vectors / jnp.linalg.norm(vectors, axis=1, keepdims=True)
-    return theta, vectors, n, res
+    return theta, vectors, n, jnp.max(residual)

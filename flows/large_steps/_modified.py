@@ -10,6 +10,7 @@ import jax
 from .._checks import check_positive
 from .._flow import Trajectory
 from .._settings import SolveSettings
+from ._edge_warning import warn_above_edge
 from ._field_flow import field_flow
 from ._hessian import flat_function, hvp, third
 
@@ -74,6 +75,8 @@ def modified_flow(
 
     **Raises:** `ValueError` naming `eta` (not finite and > 0) or `order` (not 0, 1, 2);
     otherwise as `gradient_flow` (`TypeError` naming `loss` when it is not a float scalar).
+    `flows.large_steps.EdgeOfStabilityWarning` (once) where order ≥ 1 and ηλ_max > 1 at
+    `params0` (λ_max by 20 Lanczos products, a lower bound), naming η, λ_max and ηλ_max.
 
     **Reference:** Barrett & Dherin 2021, "Implicit gradient regularization", ICLR, Thm 3.1
     (order 1); Hairer, Lubich & Wanner, Geometric Numerical Integration, §IX.1 (the modified
@@ -83,6 +86,13 @@ def modified_flow(
     eta = check_positive("eta", eta)
     if isinstance(order, bool) or order not in (0, 1, 2):
         raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
+
+    if order >= 1:
+        warn_above_edge(
+            "modified_flow", loss, params0, eta, 1.0, "λ_max(0)",
+            "the modified flow's premise (ηλ_max < 1, where backward error analysis of "
+            "gradient descent holds) fails at params0; GD departs from it at every order",
+        )  # fmt: skip
 
     def make_field(loss, static, spec):
         return _ModifiedField(loss, static, spec, order, jax.numpy.asarray(eta))

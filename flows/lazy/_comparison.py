@@ -25,7 +25,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_finite, check_flag, check_number, check_positive
+from .._checks import (
+    check_finite,
+    check_flag,
+    check_number,
+    check_positive,
+    warn_low_precision,
+)
 from .._flat import MODEL_KIND, FlatSpec, trainable_of
 from .._integrate import integrate
 from .._losses import SquaredLoss, get_loss
@@ -230,6 +236,7 @@ def _numbers(name, value):
     try:
         if value is None or isinstance(value, (str, bytes)):
             raise TypeError
+        warn_low_precision(name, value, 5)
         return jnp.asarray(value, dtype=jnp.float64)
     except (TypeError, ValueError):
         what = type(value).__name__

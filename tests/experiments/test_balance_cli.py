@@ -88,9 +88,11 @@ def test_divergent_step_is_reported_as_one_line_naming_etas(capsys, tmp_path, mo
     argv = ["--parts", "gd", *SMALL, "--hidden", "6,4", "--etas", "0.1,50"]
     assert _run("--out", str(tmp_path / "run"), *argv, "--gd-t1", "2000") == 2
     err = capsys.readouterr().err
-    # the loss grows 1.5e16 times by step 3 (DivergenceWarning, raised as the error)
-    assert err.count("\n") == 1 and "--etas: gradient descent diverges" in err, err
-    assert "by step 3 (t=150); eta=50.0 is above the stability limit" in err, err
+    # the loss is 8.5e5 times |L(0)| above L(0) at step 2 and NaN at step 7, inside the
+    # 100-step window of the divergence rule: one error naming both
+    assert err.count("\n") == 1 and "--etas: gradient descent became non-finite" in err, err
+    assert "at step 7 (t=350)" in err and "after rising to 530707 at step 2" in err, err
+    assert err.rstrip().endswith("reduce eta (got 50.0)"), err
 
 
 @pytest.mark.slow

@@ -9,7 +9,9 @@ import pytest
 
 import flows
 from experiments.eos import compare
-from experiments.eos._gd import DIVERGED, descend
+from experiments.eos._gd import descend
+from flows._divergence import GROWTH, WINDOW
+from flows.large_steps import uv_init, uv_loss, uv_ntk
 
 LAM = np.array([3.0, 1.3, 0.4])  # a generic diagonal quadratic L = ½ Σ λ_i w_i²
 W0 = {"w": jnp.array([0.7, -1.1, 0.45])}
@@ -21,11 +23,12 @@ def quadratic(params):
 
 def test_divergent_gd_is_reported_at_the_step_where_the_loss_passes_the_threshold():
     # η = 1: the top mode is multiplied by 1 − ηλ = −2 per step, the others shrink; the loss
-    # passes 1e3·L(0) at the first k with Σ λ_i w_i²(1 − ηλ_i)^(2k) > 1e3 Σ λ_i w_i².
+    # passes L(0) + 1e3·|L(0)| at the first k with Σ λ_i w_i²(1 − ηλ_i)^(2k) > 1001 Σ λ_i w_i²,
+    # and stays above it for the window of 100 steps.
     w0 = np.asarray(W0["w"])
     k = np.arange(60)[:, None]
     losses = 0.5 * np.sum(LAM * w0**2 * (1 - LAM) ** (2 * k), axis=1)
-    step = int(np.argmax(losses > DIVERGED * losses[0]))
+    step = int(np.argmax(losses - losses[0] > GROWTH * losses[0]))
     with warnings.catch_warnings():  # the loss grows 4^50 in the first chunk: not shown
         warnings.simplefilter("error", flows.DivergenceWarning)
         gd = descend(quadratic, W0, eta=1.0, steps=200)
@@ -47,7 +50,7 @@ def test_a_loss_that_jumps_to_inf_at_finite_iterates_stops_at_that_step():
         "step": 2,
         "t": 5.0,
         "loss": None,
-        "reason": "the loss became non-finite",
+        "reason": "the loss became non-finite at step 2",
     }
     np.testing.assert_array_equal(gd.trajectory.loss, [0.5, 1.125])
 
@@ -59,6 +62,71 @@ def test_compare_records_divergence_and_writes_no_nan():
     # the sharpness of a quadratic is its largest λ at every step (measured error 4e-16)
     np.testing.assert_allclose(arrays["sharpness_gd"][:, 0], LAM.max(), rtol=1e-9)
     assert record["t_edge"] == 0.0 and record["hover"]["median"] == pytest.approx(1.5)
+
+
+def _uv(m=10**4):
+    params = uv_init(m, 0)
+    return params, float(uv_ntk(params))
+
+
+def test_the_catapult_is_not_divergence():
+    # uv model, m = 1e4, η = 3/λ0: the loss spikes 1,745 times at step 6 and converges to
+    # 6.7e-33 by step 300. Was "diverged at step 6" with 5 of 300 steps kept.
+    params, lam0 = _uv()
+    gd = descend(uv_loss(0.0), params, eta=3.0 / lam0, steps=300)
+    loss = gd.trajectory.loss
+    assert gd.diverged is None and len(loss) == 301
+    assert loss.max() / loss[0] == pytest.approx(1744.643, rel=1e-5) and np.argmax(loss) == 6
+    assert loss[-1] < 1e-30 * loss[0]
+
+
+def test_real_divergence_on_the_uv_model_is_caught_with_step_and_loss():
+    # ηλ0 = 4.5 > 4: no catapult can bring λ below 2/η; f overflows within 20 steps. The
+    # excursion above 1e3·L(0) begins at the step found by the exact map of (f, λ).
+    from flows.large_steps import catapult_map, uv_output
+
+    params, lam0 = _uv()
+    eta = 4.5 / lam0
+    f, lam, exact = float(uv_output(params)), lam0, [0.5 * float(uv_output(params)) ** 2]
+    with np.errstate(all="ignore"):
+        while np.isfinite(exact[-1]) and exact[-1] - exact[0] <= GROWTH * exact[0]:
+            f, lam = catapult_map(f, lam, eta=eta, y=0.0, m=10**4)
+            exact.append(0.5 * f**2)
+    gd = descend(uv_loss(0.0), params, eta=eta, steps=300)
+    d = gd.diverged
+    assert d is not None and d["step"] == len(exact) - 1
+    assert d["loss"] == pytest.approx(exact[-1], rel=1e-6) and d["t"] == d["step"] * eta
+    assert len(gd.trajectory.ts) == d["step"] and np.all(np.isfinite(gd.trajectory.loss))
+
+
+def shifted(params):
+    return quadratic(params) - 5.0  # L(0) = −3.2: a shifted objective
+
+
+def test_a_negative_loss_is_not_divergence_and_its_divergence_is_caught():
+    # was "diverged at step 0" and 0 steps kept: L_0 < 0 made the threshold 1e3·L(0) < L(0)
+    gd = descend(shifted, W0, eta=0.1, steps=120)
+    assert gd.diverged is None and len(gd.trajectory.ts) == 121
+    w0 = np.asarray(W0["w"])
+    closed = 0.5 * np.sum(LAM * w0**2 * (1 - 0.1 * LAM) ** (2 * np.arange(121)[:, None]), 1) - 5
+    np.testing.assert_allclose(gd.trajectory.loss, closed, rtol=1e-12)
+    # η = 1: the top mode doubles; the excess over L(0) passes 1e3·|L(0)| at the closed-form step
+    k = np.arange(60)[:, None]
+    losses = 0.5 * np.sum(LAM * w0**2 * (1 - LAM) ** (2 * k), axis=1) - 5.0
+    step = int(np.argmax(losses - losses[0] > GROWTH * abs(losses[0])))
+    gd = descend(shifted, W0, eta=1.0, steps=200)
+    assert gd.diverged["step"] == step and step > 1
+    assert gd.diverged["loss"] == pytest.approx(losses[step], rel=1e-12)
+
+
+def test_an_excursion_open_at_the_horizon_is_followed_past_it():
+    # the run ends 2 steps into the excursion: the window (100 steps) is decided past it
+    w0 = np.asarray(W0["w"])
+    k = np.arange(60)[:, None]
+    losses = 0.5 * np.sum(LAM * w0**2 * (1 - LAM) ** (2 * k), axis=1)
+    step = int(np.argmax(losses - losses[0] > GROWTH * losses[0]))
+    gd = descend(quadratic, W0, eta=1.0, steps=step + 2)
+    assert gd.diverged["step"] == step and f"within {WINDOW} steps" in gd.diverged["reason"]
 
 
 @pytest.mark.parametrize(
@@ -130,3 +198,19 @@ def test_compare_reports_each_part_with_its_time():
     # the central flow reports the time reached after each save (t = 0, 0.2, …, 2)
     assert len(central) > 5 and central[-1] == pytest.approx((2.0, 2.0))
     assert np.all(np.diff([t for t, _ in central]) >= 0)
+
+
+def test_gd_diverging_at_once_still_gets_the_requested_flows_and_a_figure_that_says_why():
+    # `gradflows run eos --etas 50 --t1 500` exited 0 with empty panels: GD diverged at
+    # step 1, t_end was 0 and the requested gradient flow was not run or drawn
+    from experiments.eos._plots import eta_figure
+
+    record, arrays = compare(quadratic, W0, eta=50.0, t1=500.0, flows_compared=("gradient",))
+    assert record["diverged"]["step"] == 1 and len(arrays["t_gd"]) == 1
+    np.testing.assert_array_equal(arrays["t_flow"], 50.0 * np.arange(11))
+    flow = arrays["loss_gradient_flow"]
+    assert len(flow) == 11 and flow[0] == pytest.approx(float(quadratic(W0)), rel=1e-15)
+    assert flow[-1] < 1e-12 and record["gradient_flow"]["t_final"] == 500.0
+    assert all(np.all(np.isfinite(a)) for a in arrays.values())
+    texts = [t.get_text() for ax in eta_figure(record, arrays).axes for t in ax.texts]
+    assert any("GD stops at step 1 (t = 50): diverged" in t for t in texts), texts

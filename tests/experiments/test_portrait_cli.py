@@ -81,17 +81,17 @@ def test_resume_keeps_finished_figures_and_computes_only_the_missing(tmp_path, c
 
 
 def test_a_diverging_eta_is_one_line_without_the_divergence_warning(capsys, tmp_path):
-    # --eta 1: the loss grows 1.8e14 times by step 4 and overflows at step 7; the
-    # DivergenceWarning was printed before the one-line error
+    # --eta 1: the loss is 2.1e4 times |L(0)| above L(0) at step 3 and overflows at step 7,
+    # inside the 100-step window of the divergence rule: one error naming both
     argv = ["--figures", "conservation", "--eta", "1", "--grid", "5", "--workers", "0"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert _run(*argv, "--no-progress", "--out", str(tmp_path / "run")) == 2
     assert not [w for w in caught if issubclass(w.category, flows.DivergenceWarning)]
     assert one_line(capsys.readouterr().err).startswith(
-        "gradflows run portrait: error: --eta 1.0: gradient descent diverges: the loss grew "
-        "1.84e+14 times (from 2.205 to 4.05837e+14) by step 4 (t=4); eta=1.0 is above the "
-        "stability limit 2/λ_max of the Hessian: reduce eta"
+        "gradflows run portrait: error: --eta 1.0: gradient descent became non-finite at step 7 "
+        "(t=7): the loss is inf (it was 2.205 at step 0), after rising to 46967.4 at step 3 "
+        "(2.13e+04 times |L(0)| above L(0)); reduce eta (got 1.0)"
     )
 
 

@@ -98,6 +98,27 @@ def test_each_task_is_one_part_and_a_second_run_computes_only_new_tasks(
     assert part["stats"]["peak_rss_bytes"] > 10 * 2**20  # a JAX process holds > 10 MiB
 
 
+@pytest.mark.parametrize("ext", ["npz", "json"])
+def test_a_truncated_part_is_computed_again_and_named(reference, tmp_path, shared, capsys, ext):
+    # --resume over a truncated part-*.npz failed with "File is not a zip file", naming no file
+    folder = str(tmp_path / "run")
+    with Sweep(workers=0, progress=False) as sweep:
+        first = sweep.run(cheap, TASKS[:2], folder, shared=shared)
+        damaged = os.path.join(folder, f"part-{first[1].key}.{ext}")
+        with open(damaged, "rb") as f:
+            head = f.read()
+        with open(damaged, "wb") as f:
+            f.write(head[: len(head) // 2])  # a copy cut short
+        capsys.readouterr()
+        second = sweep.run(cheap, TASKS[:2], folder, shared=shared)
+    assert [r.resumed for r in second] == [True, False]
+    assert len(_runs(shared["markers"], first[1].key)) == 2  # computed again, once
+    assert second[1].record == reference[1].record
+    assert np.array_equal(second[1].arrays["x"], reference[1].arrays["x"])
+    err = capsys.readouterr().err
+    assert f"note: {damaged} is damaged (" in err and "is computed again" in err, err
+
+
 def test_repeated_tasks_are_refused(tmp_path):
     with pytest.raises(ValueError, match="repeated"):
         Sweep(workers=0).run(cheap, [{"seed": 1}, {"seed": 1}], str(tmp_path))

@@ -127,3 +127,33 @@ def test_a_complex_npz_array_is_refused_not_cut_to_its_real_part(which, tmp_path
     np.savez(path, **arrays)
     with pytest.raises(ValueError, match=f"^--data '.*complex.npz': array '{which}' is complex"):
         table(path, n_train=20, n_test=10)
+
+
+@pytest.mark.parametrize(
+    "field, says",
+    [
+        (
+            "abc",
+            "1 missing, non-numeric or NaN entries; the first at line 5 (data row 4), "
+            "column 'b': 'abc'",
+        ),  # fmt: skip
+        (
+            "",
+            "1 missing, non-numeric or NaN entries; the first at line 5 (data row 4), "
+            "column 'b': ''",
+        ),  # fmt: skip
+        (
+            "1e999",
+            "1 infinite entries (inf, or a number beyond float64's range); the first at "
+            "line 5 (data row 4), column 'b': '1e999'",
+        ),  # fmt: skip
+    ],
+)
+def test_a_bad_csv_field_is_named_by_its_line_row_and_column(tmp_path, field, says):
+    # said "missing, non-numeric or NaN entries" naming neither the row nor the column
+    rows = np.column_stack([X, LABELS]).astype(str)
+    rows[3, 1] = field
+    path = write(tmp_path / "bad.csv", "a,b,c,target\n" + "\n".join(",".join(r) for r in rows))
+    with pytest.raises(ValueError) as info:
+        table(path, n_train=20, n_test=10)
+    assert str(info.value) == f"--data {path!r}: {says}"

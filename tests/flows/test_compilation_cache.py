@@ -119,3 +119,41 @@ def test_the_write_threshold_is_gradflows_own_whichever_setting_names_the_folder
     out = subprocess.run([sys.executable, "-c", _THRESHOLD], env=env, cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
     assert out == [folder, str(_cache.MIN_COMPILE_SECONDS)]
+
+
+_DAMAGED = """
+import warnings
+import jax, jax.numpy as jnp
+from jax import monitoring
+hits = []
+monitoring.register_event_listener(
+    lambda e, **kw: hits.append(e) if e == "/jax/compilation_cache/cache_hits" else None)
+import flows
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    jax.jit(lambda x: jnp.cos(x) * 3.0 - 1.0)(jnp.ones(4)).block_until_ready()
+damaged = sum("Error reading persistent compilation cache" in str(w.message) for w in caught)
+print(len(hits), damaged)
+"""
+
+
+def test_a_truncated_cache_entry_is_replaced_not_warned_about_in_every_process(tmp_path):
+    # JAX's cache never overwrites an existing file: a truncated entry made every later
+    # process warn "Error reading persistent compilation cache entry" and compile again
+    env = {**os.environ, "PYTHONPATH": ROOT, "JAX_COMPILATION_CACHE_DIR": str(tmp_path)}
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _DAMAGED], env=env, cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+        return int(out[-2]), int(out[-1])
+
+    assert run() == (0, 0)  # compiled and written
+    entries = [p for p in tmp_path.iterdir() if p.name.endswith("-cache")]
+    assert entries
+    for p in entries:  # a process killed while writing: half of each file
+        p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    hits, damaged = run()
+    assert hits == 0 and damaged >= 1  # read, warned once, compiled, written anew
+    hits, damaged = run()
+    assert hits >= 1 and damaged == 0  # was: the same warning in every process, no hit

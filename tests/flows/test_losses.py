@@ -99,3 +99,51 @@ def test_margin_losses_accept_signs_and_leave_traced_targets_unchecked():
     # a traced target cannot be seen (documented): a 0 target gives log 2, not an error
     traced = jax.jit(flows.LogisticLoss())(pred, jnp.zeros(3))
     assert abs(traced - 3 * float(jnp.log(2.0))) < 1e-14
+
+
+# ------------------------------------------------- shapes accepted but not meant (issue 37)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize(
+    "target",
+    [
+        jnp.array([[1.0], [0.0], [1.0], [0.0]]),  # 0/1 rows of one logit: the loss was 0.0
+        jnp.array([0, 0, 0, 0]),  # labels of the one class: the loss was 0.0
+    ],
+)
+def test_cross_entropy_refuses_one_logit_naming_the_shape_and_logistic_loss(jit, target):
+    logits = jnp.array([[0.3], [-1.2], [2.0], [0.1]])
+    loss = flows.CrossEntropyLoss()
+    call = jax.jit(lambda z: loss(z, target)) if jit else (lambda z: loss(z, target))
+    with pytest.raises(ValueError) as info:
+        call(logits)
+    message = str(info.value)
+    assert "shape (4, 1)" in message and "flows.LogisticLoss" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "rows, says",
+    [
+        ([[1.0, 1.0], [0.0, 1.0]], "got row 0 with sum 2 and smallest entry 1"),  # counted twice
+        ([[0.0, 1.0], [1.5, -0.5]], "got row 1 with sum 1 and smallest entry -0.5"),  # unbounded
+        ([[0.0, 0.0], [0.5, 0.5]], "got row 0 with sum 0"),  # the example was dropped
+    ],
+)
+def test_cross_entropy_refuses_rows_that_are_not_probabilities(rows, says):
+    logits = jnp.array([[0.2, -0.4], [1.0, 0.3]])
+    with pytest.raises(ValueError, match=says):
+        flows.CrossEntropyLoss()(logits, jnp.array(rows))
+    # probability rows give Σ_i [lse(z_i) − t_i·z_i]
+    t = jnp.array([[0.25, 0.75], [1.0, 0.0]])
+    lse = jax.scipy.special.logsumexp(logits, axis=1)
+    expected = float(jnp.sum(lse - jnp.sum(t * logits, axis=1)))
+    assert abs(flows.CrossEntropyLoss()(logits, t) - expected) < 1e-14
+
+
+@pytest.mark.parametrize("loss", [*_LOSSES, flows.CrossEntropyLoss()])
+def test_a_0d_prediction_is_refused_naming_its_shape(loss):
+    # the squared loss raised IndexError "tuple index out of range"; the margin losses
+    # accepted it as one example outside the documented shapes
+    with pytest.raises(ValueError, match=r"shape \(\)"):
+        loss(jnp.array(0.3), jnp.array(1.0))

@@ -39,7 +39,7 @@ def test_sharpness_matches_dense_eigh_to_1e_9(p, k):
 def test_sharpness_along_a_descent_costs_a_few_products_per_save():
     loss, net = tanh_regression(3, 10, 1, 30, seed=1, key=2)
     traj = flows.gradient_descent(loss, net, 4.0, eta=0.05, ts=np.linspace(0, 4.0, 21))
-    values, products = sharpness_along(loss, traj, k=2)
+    values, _, products = sharpness_along(loss, traj, k=2)
     cold = np.stack([np.asarray(flows.sharpness(loss, traj.at(i), 2)) for i in (0, 10, 20)])
     # measured: agreement 1e-15 relative; cold start 16-20 products, warm 4-8
     np.testing.assert_allclose(values[[0, 10, 20]], cold, rtol=1e-9)
@@ -49,10 +49,10 @@ def test_sharpness_along_a_descent_costs_a_few_products_per_save():
 def test_sharpness_along_with_a_small_max_iters_agrees_and_warns_where_it_stops_short():
     loss, net = tanh_regression(3, 10, 1, 30, seed=1, key=2)
     traj = flows.gradient_descent(loss, net, 4.0, eta=0.05, ts=np.linspace(0, 4.0, 21))
-    full, _ = sharpness_along(loss, traj, k=1)
+    full = sharpness_along(loss, traj, k=1).values
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # 24 products: tol at every save
-        values, _ = sharpness_along(loss, traj, k=1, max_iters=24)
+        values = sharpness_along(loss, traj, k=1, max_iters=24).values
     # measured agreement 1e-15 relative
     np.testing.assert_allclose(values, full, rtol=1e-9)
     with pytest.warns(UserWarning) as caught:  # one warning per save, each naming it
