@@ -2,6 +2,7 @@
 
 import json
 import os
+import textwrap
 
 import numpy as np
 
@@ -37,7 +38,9 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
         if run.get("optimizer"):
             path = os.path.join(folder, f"optimizer-{run['eta']:g}.{fmt}")
             paths.append(save_figure(optimizer_figure(run, arrays), path))
-        cosines.append((run["eta"], arrays["t_gd"][1:], arrays["update_cosine"]))
+        cosines.append(
+            (run["eta"], arrays["t_gd"][1:], arrays["update_cosine"], run.get("diverged"))
+        )
     if cosines:
         path = os.path.join(folder, f"update_cosine.{fmt}")
         paths.append(save_figure(cosine_figure(cosines), path))
@@ -100,8 +103,9 @@ def eta_figure(run: dict, a: dict):
         ax_l.set_title(f"training loss (GD diverged at step {d['step']})")
     notes = stop_notes(run)
     if notes:  # why a curve stops, or is absent: never an empty panel without a word
-        ax_d.text(0.02, 0.98, "\n".join(notes), transform=ax_d.transAxes, va="top",
-                  fontsize=7, wrap=True, color="0.2")  # fmt: skip
+        text = "\n".join(textwrap.fill(n, 62, subsequent_indent="  ") for n in notes)
+        ax_d.text(0.02, 0.98, text, transform=ax_d.transAxes, va="top", fontsize=7,
+                  color="0.2")  # fmt: skip
     handles, labels = [], []
     for ax in (ax_s, ax_l):
         h, lab = ax.get_legend_handles_labels()
@@ -129,17 +133,26 @@ def stop_notes(run: dict) -> list[str]:
     return notes
 
 
-def _short(reason: str, width: int = 70) -> str:
+def _short(reason: str, width: int = 110) -> str:
     return reason if len(reason) <= width else reason[: width - 1] + "…"
 
 
 def cosine_figure(cosines):
-    """cos(Δw_t, w_t − w_0) along GD, one line per η."""
+    """cos(Δw_t, w_t − w_0) along GD, one line per η (`(η, t, cos, diverged)`), with a note
+    for each η whose GD stopped (diverged) and markers where only a few steps exist."""
     fig = new_figure(7.0, 4.2)
     ax = fig.subplots()
     colours = shades("viridis", len(cosines))
-    for (eta, t, cos), colour in zip(cosines, colours):
-        ax.plot(t, cos, color=colour, lw=0.8, label=f"η = {eta:g}")
+    notes = []
+    for (eta, t, cos, *diverged), colour in zip(cosines, colours):
+        few = {"marker": "o", "ms": 4} if len(t) < 5 else {}
+        ax.plot(t, cos, color=colour, lw=0.8, label=f"η = {eta:g}", **few)
+        if diverged and diverged[0]:
+            notes.append(f"η = {eta:g}: GD diverged at step {diverged[0]['step']}, "
+                         f"{len(t)} update(s) drawn")  # fmt: skip
+    if notes:
+        ax.text(0.02, 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=7,
+                color="0.2", va="bottom")  # fmt: skip
     ax.axhline(0.0, color="0.7", lw=0.8, zorder=0)
     ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)",
            title="update against cumulative update, along GD")  # fmt: skip

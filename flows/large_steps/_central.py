@@ -254,7 +254,9 @@ def central_flow(
     `stats` adds `events`, a list of `(t, m)`: m
     eigenvalues tracked from t on.
 
-    **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0`, a
+    **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0` (also where
+    S(0) > 2/η: the message names S(0) and 2/η; eigenvalues within 1e-8 of 2/η at t = 0
+    start tracked where X can hold them, else the flow starts as the gradient flow), a
     setting, or an entry of `observables` / `predicted` that fails on `params0` or takes a
     name the flow records itself; `TypeError` naming `loss` (not a float scalar);
     `MaxStepsReached` with the time reached; `EdgeLimitReached` where eigenvalue k + 1

@@ -97,7 +97,8 @@ def band_lanczos_top(matvec: Callable, V0, k: int, n_max: int, tol, key, check_e
 
         def restart(_):
             r = jax.random.normal(jax.random.fold_in(key, j + 1), (p,), w.dtype)
-            return _unit(_orthogonalise(V, _unit(r)[0], live & valid))[0]
+            r, norm = _unit(_orthogonalise(V, _unit(r)[0], live & valid))
+            return jnp.where(norm > 1e-8, r, 0.0)  # round-off only: the basis spans R^p
 
         nxt = jax.lax.cond(breakdown, restart, lambda _: nxt, None)
         # in a basis that already spans R^p nothing is left: the new vector is not valid

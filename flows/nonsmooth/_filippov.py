@@ -161,7 +161,10 @@ def filippov_flow(
     - `ValueError` naming the argument: bad `t1`, `ts`, `alpha`, tolerances, data shapes,
       non-finite parameters, parameters that are not float64 (float32 is refused, not cast,
       as by `gradient_flow`); an unsupported architecture or a smooth activation (pointing
-      to `flows.gradient_flow`).
+      to `flows.gradient_flow`); `model` when a pre-activation starts on its kink (within
+      1e-10) with both one-sided fields pushing away from it, where the flow is not unique.
+      A start on a kink is otherwise settled at t = 0 as an event is: it crosses to the side
+      both fields point to, or slides (snapped onto the surface) where both push into it.
     - `MaxStepsReached` with the time reached (also as `.t`) and the surfaces z_ij = 0 of the
       latest events, when the budget is exhausted or when events accumulate in time (chatter
       that the sliding rule cannot resolve).
@@ -224,7 +227,7 @@ def filippov_flow(
     if checkpoint is not None and os.path.exists(checkpoint):
         t, y, dt0, done = _resume(checkpoint, stamp, pieces, saved, saved_ts, sliding_at)
     else:
-        y = pieces.settle(y)
+        y = pieces.settle(y, start=True)
     if dt0 is None:
         dt0 = _initial_step(field, y, pieces.mode(), t1)
     start, last_write = time.perf_counter(), time.perf_counter()

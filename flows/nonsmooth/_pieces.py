@@ -113,10 +113,19 @@ class Pieces:
         y[m + j * dt : m + (j + 1) * dt] = b
         return jnp.asarray(y)
 
-    def _decide(self, y, i, j, z_plus, z_minus):
+    def _decide(self, y, i, j, z_plus, z_minus, start=False):
         """Side or sliding for entry (i, j), which sits on its kink, from ż_ij under the
-        one-sided fields of side +1 (`z_plus`) and side −1 (`z_minus`)."""
+        one-sided fields of side +1 (`z_plus`) and side −1 (`z_minus`). At the start
+        (`start`) a kink that both push away from is refused: the flow is not unique there."""
         old = self.sign[i, j]
+        if start and z_plus > 0 > z_minus:
+            raise ValueError(
+                f"model: the pre-activation z_ij = b_j·x̃_i of input i={i}, neuron j={j} is "
+                f"on its kink at t=0 (|z_ij| <= {_AT_KINK:g}) and both one-sided fields push "
+                f"away from it (ż_ij = {z_plus:.6g} on the side z > 0, {z_minus:.6g} on the "
+                "side z < 0): a Filippov flow leaves to either side or stays, not unique; "
+                "start off the kink"
+            )
         if z_plus < 0 < z_minus:  # both one-sided fields push into the surface
             self.sliding[i, j] = True
             self.slots.append((i, j))
@@ -145,11 +154,12 @@ class Pieces:
         self.recent.append((i, j))
         return i, j
 
-    def settle(self, y):
+    def settle(self, y, start=False):
         """Take every decision due at this state: slopes at an end of their interval leave
         their surface, then pre-activations on a kink cross or start sliding. Each entry is
         decided once per event; each pass is one compiled call (`_inspect`). Returns the
-        (possibly snapped) state."""
+        (possibly snapped) state. `start`: this is t = 0, where an entry may already sit on
+        its kink (settled here like an event; a repelling kink is refused)."""
         handled = np.zeros((self.n, self.m), bool)
         for _ in range(4 * self.n * self.m + 8):
             out = _inspect(self.field, y, self.mode(), jnp.asarray(handled | self.sliding))
@@ -165,7 +175,7 @@ class Pieces:
             if handled[i, j] or self.sliding[i, j] or float(dist[i, j]) > _AT_KINK:
                 break  # `dist` holds the distances of this y and piece
             handled[i, j] = True
-            y = self._decide(y, i, j, float(z_plus), float(z_minus))
+            y = self._decide(y, i, j, float(z_plus), float(z_minus), start)
         self.slack = np.where(self.sliding, 0.0, np.maximum(0.0, _SLACK - np.asarray(dist)))
         return y
 

@@ -214,3 +214,12 @@ def test_gd_diverging_at_once_still_gets_the_requested_flows_and_a_figure_that_s
     assert all(np.all(np.isfinite(a)) for a in arrays.values())
     texts = [t.get_text() for ax in eta_figure(record, arrays).axes for t in ax.texts]
     assert any("GD stops at step 1 (t = 50): diverged" in t for t in texts), texts
+
+
+def test_gd_past_the_edge_is_not_warned_once_per_chunk():
+    # η = 0.7 > 2/S(0) = 0.667: gradient_descent warns EdgeOfStabilityWarning once per call;
+    # descend calls it per chunk of 50 steps (3 warnings here, GD diverging at step 41)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        descend(quadratic, W0, eta=0.7, steps=200)
+    assert not [w for w in caught if "S(0)" in str(w.message)], [str(w.message) for w in caught]

@@ -20,12 +20,6 @@ def quadratic(w):
     return jnp.sum(w**2)  # one rounding: no reordering of constants moves the overflow
 
 
-def _the_divergence_message(caught):
-    # ηS(0) > 2 also warns EdgeOfStabilityWarning once, first: pick the DivergenceWarning
-    (message,) = [str(w.message) for w in caught if issubclass(w.category, flows.DivergenceWarning)]
-    return message
-
-
 def test_a_loss_that_stays_1e3_times_above_warns_once_naming_eta_the_step_and_the_loss():
     # 4^k − 1 > 1e3 first at k = 5 (0.64·4^5 = 655.36); the run ends at step 20, inside the
     # window: GD goes on (unsaved) to step 105, where the loss is 0.64·4^105 = 1.05e63.
@@ -40,6 +34,12 @@ def test_a_loss_that_stays_1e3_times_above_warns_once_naming_eta_the_step_and_th
     assert "within 100 steps (it was 1.05312e+63 at step 105); eta=1.5" in message, message
     np.testing.assert_allclose(traj.loss, W0**2 * 4.0 ** np.arange(21), rtol=1e-13)
     assert traj.ts[-1] == 30.0  # the steps past t1 are not saved
+
+
+def _divergence(caught) -> str:
+    """The one DivergenceWarning's message (S(0) > 2/η also warns EdgeOfStabilityWarning)."""
+    (warning,) = [w for w in caught if issubclass(w.category, flows.DivergenceWarning)]
+    return str(warning.message)
 
 
 def _silent_gd(*args, **kwargs):
@@ -65,7 +65,7 @@ def test_a_slow_divergence_below_1e10_is_caught():
     eta = 2.01
     with pytest.warns(flows.DivergenceWarning) as caught:
         flows.gradient_descent(lambda w: 0.5 * jnp.sum(w**2), jnp.array([W0]), 500 * eta, eta=eta)
-    message = _the_divergence_message(caught)
+    message = _divergence(caught)
     assert "rose from 0.32 to 456.828 by step 365 (t=733.65)" in message, message
 
 
@@ -80,7 +80,7 @@ def test_a_shifted_objective_with_negative_loss_diverges_at_the_closed_form_step
     # L = w² − 1 from L(0) = −0.36: the excess 0.64·(4^k − 1) passes 1e3·0.36 first at k = 5
     with pytest.warns(flows.DivergenceWarning) as caught:
         flows.gradient_descent(lambda w: jnp.sum(w**2) - 1.0, jnp.array([W0]), 15.0, eta=ETA)
-    message = _the_divergence_message(caught)
+    message = _divergence(caught)
     assert "rose from -0.36 to 654.36 by step 5 (t=7.5)" in message, message
 
 

@@ -107,6 +107,13 @@ def test_sharpness_warns_when_max_iters_stops_lanczos_above_tol():
     # diag(1..10): λ₁ = 10; two Lanczos vectors give 9.73 (found by a new-user pass), so the
     # residual is far above tol and the call must say so rather than return it silently.
     d = jnp.arange(1.0, 11.0)
-    with pytest.warns(UserWarning, match="raise max_iters"):
-        value = flows.sharpness(lambda w: 0.5 * jnp.sum(d * w**2), jnp.ones(10), max_iters=2)
-    assert abs(float(value[0]) - 10.0) > 1e-3
+    with pytest.warns(UserWarning, match="raise max_iters") as caught:
+        result = flows.sharpness(lambda w: 0.5 * jnp.sum(d * w**2), jnp.ones(10), max_iters=2,
+                                 full=True)  # fmt: skip
+    assert abs(float(result.values[0]) - 10.0) > 1e-3
+    # the warning names k and the residual it reports (‖Hv − λv‖ of the returned pair)
+    said = str(caught[0].message)
+    assert "k=1 eigenvalues" in said
+    assert f"residual ‖Hv − λv‖ = {float(result.residuals[0]):.2g} of eigenvalue 1" in said
+    v, lam = np.asarray(result.vectors[0]), float(result.values[0])
+    np.testing.assert_allclose(result.residuals[0], np.linalg.norm(d * v - lam * v), rtol=1e-10)
