@@ -1,11 +1,14 @@
-"""The central flow as the authors step it against ours, on one problem:
-`python benchmarks/central_euler.py [--t1 40]`.
+"""Ours against a simplified reimplementation of the authors' Euler scheme for the central
+flow, on one problem: `python benchmarks/central_euler.py [--t1 40]`. The authors' own code is
+not run here; the numbers describe the reimplementation.
 
 Cohen, Damian, Talwalkar, Kolter & Lee (2025) step the central flow by explicit Euler, 4
-substeps per GD step (dt = η/4), in float32, the edge switched on at the first substep where
-S ≥ 2/η. `flows.central_flow` is adaptive (Tsit5, rtol 1e-8, atol 1e-10) in float64, with the
-edge located as an event. Both here track one eigenvalue (k = 1, σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²),
-the same closed form); the Euler scheme's top eigenpair is from a dense float32 `eigh` of the
+substeps per GD step (dt = η/4), and solve the complementarity problem for the block
+predicted one substep ahead. The reimplementation here keeps the Euler substeps but uses the
+current point (no look-ahead), the edge switched on at the first substep where S ≥ 2/η.
+`flows.central_flow` is adaptive (Tsit5, rtol 1e-8, atol 1e-10) in float64, with the edge
+located as an event. Both here track one eigenvalue (k = 1, σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²),
+the same closed form); the reimplementation's top eigenpair is from a dense `eigh` of the
 Hessian (the authors use warm-started LOBPCG; p = 229 here).
 
 The Euler scheme is also run in float64, to separate the step from the precision.
@@ -39,7 +42,7 @@ from tests.flows.large_steps.nets import tanh_regression  # noqa: E402
 
 
 def euler(loss, net, eta, t1, substeps=4, dtype=jnp.float32):
-    """(ts, W (T, p), S (T,), L (T,), t_edge): the authors' scheme (in `dtype`), one save
+    """(ts, W (T, p), S (T,), L (T,), t_edge): the simplified Euler scheme (in `dtype`), one save
     per GD step."""
     f64, w64, spec, static = flat_loss(loss, net)
     w = w64.astype(dtype)

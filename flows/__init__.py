@@ -48,11 +48,11 @@ from . import nonsmooth as nonsmooth  # noqa: E402
 from . import ntk as ntk  # noqa: E402
 from . import observables as observables  # noqa: E402
 from . import transport as transport  # noqa: E402
+from ._divergence import DivergenceWarning as DivergenceWarning  # noqa: E402
 from ._failures import MaxStepsReached as MaxStepsReached  # noqa: E402
 from ._flow import Trajectory as Trajectory  # noqa: E402
 from ._flow import UndefinedObservableWarning as UndefinedObservableWarning  # noqa: E402
 from ._flow import gradient_flow as gradient_flow  # noqa: E402
-from ._gd import DivergenceWarning as DivergenceWarning  # noqa: E402
 from ._gd import gradient_descent as gradient_descent  # noqa: E402
 from ._integrate import ZeroGradientWarning as ZeroGradientWarning  # noqa: E402
 

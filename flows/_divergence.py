@@ -1,5 +1,6 @@
-"""The one divergence rule of gradient descent, shared by `flows.gradient_descent` (its
-`DivergenceWarning`) and `experiments.eos` (where GD is stopped).
+"""The one divergence rule of gradient descent, shared by `flows.gradient_descent` and
+`flows.large_steps.optimize` (their `DivergenceWarning`) and `experiments.eos` (where GD is
+stopped).
 
 Divergence is not a spike: the catapult (Lewkowycz et al. 2020) raises the loss ×1,745 on
 the uv model at ηλ0 = 3 and then converges. Nor is it a loss that falls (a shifted or
@@ -9,6 +10,7 @@ every L_0, negative ones included) that does not come back below it within `WIND
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -79,3 +81,51 @@ class DivergenceRule:
                 f"{self.describe()} (step {first}: {first_value:.6g}; step {step}: {value:.6g})",
             )  # fmt: skip
         return None
+
+
+class DivergenceWarning(RuntimeWarning):
+    """Gradient descent diverges by the rule of `flows._divergence` (shared with
+    `experiments.eos` and `flows.large_steps.optimize`): its loss rose more than `GROWTH`
+    (1e3) times max(|L(0)|, tiny) above L(0) and did not come back below within `WINDOW`
+    (100) steps; η is above the stability limit 2/λ_max of the Hessian (given at most once
+    per call, naming η, the step where the excursion began and its loss; a later non-finite
+    loss or iterate is a `FloatingPointError`). A spike that comes back (the catapult) and a
+    loss that falls (below 0 included) are not divergence."""
+
+
+def since(rule) -> str:
+    """ ", after rising to ... at step j (...)" while an excursion is open."""
+    if rule is None or rule.start is None:
+        return ""
+    j, value = rule.start
+    ratio = rule.ratio(value)
+    return f", after rising to {value:.6g} at step {j} ({ratio:.3g} times |L(0)| above L(0))"
+
+
+def warn_diverged(name: str, eta: float, rule, k, verdict, limit: str) -> None:
+    """The `DivergenceWarning` of a run called `name` (`gradient_descent`, `optimize`),
+    naming η, the excursion's step and loss; `limit` says which stability limit η is above.
+    Called two frames below the user's call."""
+    j, value = (verdict.step, verdict.value) if verdict is not None else rule.start
+    then = (
+        "became non-finite"
+        if verdict is None or verdict.confirmed_value is None
+        else (f"was {verdict.confirmed_value:.6g}")
+    )
+    warnings.warn(
+        f"{name} diverges: the loss rose from {rule.loss0:.6g} to {value:.6g} by step "
+        f"{j} (t={j * eta:.6g}), {rule.ratio(value):.3g} times |L(0)| above L(0), and did not "
+        f"come back below {rule.growth:g} times within {rule.window} steps (it {then} at step "
+        f"{k}); eta={eta} is above {limit}: reduce eta",
+        DivergenceWarning,
+        stacklevel=4,
+    )
+
+
+def diverged(message: str, records: list, steps, result) -> FloatingPointError:
+    """The error of a run that became non-finite, with `partial` (the `Trajectory` of the
+    finite saves before it, or None), so that a caller that detects divergence itself keeps
+    what was computed."""
+    error = FloatingPointError(message)
+    error.partial = result(records, steps[: len(records)]) if records else None
+    return error

@@ -14,6 +14,7 @@ from .._options import (
 from .._run_folder import add_run_folder_options
 from .._sizes import MAX_PARAMETERS, largest_width
 from .._sweep_options import add_sweep_options
+from ._optimizer import OPTIMIZERS, build
 
 TASKS = ("multiclass", "binary")
 LOSSES = ("mse", "cross_entropy")
@@ -38,6 +39,11 @@ DEFAULTS = {
     "rtol": 1e-6,
     "atol": 1e-8,
     "max_steps": None,  # the library's (flows.SolveSettings)
+    "optimizer": "gd",
+    "beta": 0.9,
+    "beta1": 0.9,
+    "beta2": None,  # per optimizer: 0.99 (rmsprop), 0.999 (adam)
+    "eps": 1e-8,
     "uv_width": 1000,
     "uv_points": 91,
     "uv_steps": 2000,
@@ -115,6 +121,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=d["max_steps"],
         help="step budget of each flow (default: flows.SolveSettings's)",
     )
+    g = p.add_argument_group(
+        "another optimizer beside GD at each η (Cohen et al. 2022, adaptive methods at the EOS)"
+    )
+    g.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default=d["optimizer"],
+        help="gd: GD alone; momentum (heavy ball), rmsprop (bias-corrected) or adam also run "
+        "at each η, their (preconditioned) sharpness drawn against its stability limit "
+        "(optimizer-<η>.png) (gd)",
+    )
+    g.add_argument("--beta", type=float, default=d["beta"], help="momentum's β (0.9)")
+    g.add_argument("--beta1", type=float, default=d["beta1"], help="Adam's β1 (0.9)")
+    g.add_argument(
+        "--beta2", type=float, default=d["beta2"], help="β2 (0.99 for rmsprop, 0.999 for adam)"
+    )
+    g.add_argument("--eps", type=float, default=d["eps"], help="ε of rmsprop and adam (1e-8)")
     g = p.add_argument_group("catapult panel (uv model, Lewkowycz et al. 2020)")
     g.add_argument("--uv-width", type=int, default=d["uv_width"], help="m of the uv model (1000)")
     g.add_argument(
@@ -202,6 +225,11 @@ def settings(args) -> dict:
     if s["k"] > p:
         raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")
     solve_settings_of(s)  # checked here, before any computation
+    if s["optimizer"] != "gd":
+        try:  # β in [0, 1), ε >= 0, named as the flag
+            build(s, min(s["etas"]))
+        except ValueError as e:
+            raise UsageError(f"--{e}") from None
     return s
 
 

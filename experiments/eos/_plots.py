@@ -14,6 +14,7 @@ from .._plotting import (
     save_figure,
     shades,
 )
+from ._optimizer import optimizer_figure
 
 FLOW_STYLE = {  # name: (label, colour, dashes)
     "gradient_flow": ("gradient flow", "tab:blue", "-"),
@@ -34,6 +35,9 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
             arrays = {name: npz[name] for name in npz.files}
         path = os.path.join(folder, f"eta-{run['eta']:g}.{fmt}")
         paths.append(save_figure(eta_figure(run, arrays, res.get("config")), path))
+        if run.get("optimizer"):
+            path = os.path.join(folder, f"optimizer-{run['eta']:g}.{fmt}")
+            paths.append(save_figure(optimizer_figure(run, arrays), path))
         cosines.append(
             (run["eta"], arrays["t_gd"][1:], arrays["update_cosine"], run.get("t_edge"),
              run.get("diverged"))

@@ -61,6 +61,14 @@ def _run_line(r) -> str:
         head += f"; central flow (k = 1) stopped at t={stopped['t']:.4g} ({why}), shown to there"
     for name, why in r["failed"].items():
         head += f"; {name} failed: {why}"
+    o = r.get("optimizer")
+    if o:
+        head += f"; {o['optimizer']}: " + (
+            f"diverged ({o['diverged']})" if o["diverged"] else
+            f"reached its limit {o['limit']:.4g} at step {o['edge_step']}, then median ratio "
+            f"{o['median_ratio']:.4f}" if o["edge_step"] is not None else
+            f"stayed below its limit {o['limit']:.4g}"
+        )  # fmt: skip
     return head
 
 

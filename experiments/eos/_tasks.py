@@ -6,6 +6,7 @@ import json
 from ._catapult import catapult
 from ._cli import solve_settings_of
 from ._compare import compare
+from ._optimizer import optimizer_run
 from ._problem import problem_for
 
 
@@ -20,7 +21,7 @@ def eos_task(task: dict, shared: dict, ctx) -> tuple[dict, dict]:
     if task["part"] == "catapult":
         return catapult(s["uv_width"], s["uv_points"], s["uv_steps"], s["seed"])
     problem = _problem(s)
-    return compare(
+    record, arrays = compare(
         problem.loss,
         problem.net0,
         eta=task["eta"],
@@ -31,6 +32,11 @@ def eos_task(task: dict, shared: dict, ctx) -> tuple[dict, dict]:
         flows_compared=s["flows"],
         report=ctx.report,
     )
+    if s.get("optimizer", "gd") != "gd":
+        ctx.report(0.0, s["t1"], s["optimizer"])
+        record["optimizer"], more = optimizer_run(problem.loss, problem.net0, s=s, eta=task["eta"])
+        arrays.update(more)
+    return record, arrays
 
 
 _PROBLEMS = {}  # one problem (so one loss function, so compiled programs reused) per process

@@ -1,7 +1,8 @@
 """The discrete maps of GAN training, on the flow's time axis (step k at t = kη): simultaneous
 and alternating gradient descent–ascent (SimGD, AltGD), extragradient, consensus optimisation.
-Each is iterated by `gradient_descent`'s machinery (`flows._gd.iterate_map`: the same checks,
-records, save times and divergence reports), with the map's own step computed as written."""
+Each is iterated by the loop of `gradient_descent` and `flows.large_steps.optimize`
+(`flows._optimize.run` with `make_map`: the same checks, records, save times and divergence
+reports), with the map's own step computed as written."""
 
 from collections.abc import Callable
 from typing import ClassVar
@@ -14,7 +15,7 @@ import numpy as np
 from .._checks import check_flag, check_number, check_positive
 from .._flat import trainable_of
 from .._flow import Trajectory
-from .._gd import iterate_map
+from .._optimize import run
 from .._settings import SolveSettings
 from ._field import (
     DISCRIMINATOR,
@@ -29,8 +30,8 @@ from ._field import (
 #: The maps by name: SimGD, AltGD, extragradient, consensus optimisation (SimGD on v − γJᵀv),
 #: and the ODE-GAN splitting (an RK4 step per player, the other held).
 METHODS = ("simgd", "altgd", "extragradient", "consensus", "odegan")
-_ADVICE = "is above the stability limit of this map at the current point (its linearisation's "
-_ADVICE += "spectral radius exceeds 1: flows.games.step_eigenvalues)"
+_LIMIT = "the stability limit of this map at the current point (its linearisation's "
+_LIMIT += "spectral radius exceeds 1: flows.games.step_eigenvalues)"
 
 
 def _axpy(y, eta, v):
@@ -39,7 +40,7 @@ def _axpy(y, eta, v):
 
 class GameMap(eqx.Module):
     """One step of a discrete map of the game `field` (`step(t, y, η)` on the trainable pair
-    `y`), in the form `flows._gd.iterate_map` iterates.
+    `y`), in the form `flows._optimize.run` iterates (`make_map`).
 
     - "simgd": both players step from the same point; the discriminator takes `disc_steps`
       steps against the generator held (Goodfellow et al. 2014's k), the generator one.
@@ -113,12 +114,13 @@ def _run(method, loss, params0, t1, *, eta, gamma=0.0, disc_steps=1, ts, setting
     gamma = check_consensus(gamma) if method == "consensus" else 0.0
     names = {"simgd": "SimGD", "altgd": "AltGD", "extragradient": "extragradient",
              "consensus": "consensus optimisation", "odegan": "ODE-GAN splitting"}  # fmt: skip
-    config = {"solver": method, "game": method, "disc_steps": disc_steps, "consensus": gamma}
-    return iterate_map(
-        lambda static: GameMap(GameField(losses, static, None, gamma), method, disc_steps),
-        OnPair(losses[0]), params0, t1, eta=eta, ts=ts, settings=settings,
+    config = {"game": method, "disc_steps": disc_steps, "consensus": gamma}
+    return run(
+        OnPair(losses[0]), params0, t1, optimizer=None, eta=eta, ts=ts, settings=settings,
         observables=observables, save_params=save_params, progress=progress,
-        overrides=overrides, what=names[method], config=config, advice=f"eta={eta} " + _ADVICE,
+        overrides=overrides, name=names[method], solver=method, config=config, limit=_LIMIT,
+        make_map=lambda static: GameMap(GameField(losses, static, None, gamma), method,
+                                        disc_steps),
     )  # fmt: skip
 
 

@@ -19,9 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from .._checks import check_finite, check_flag, check_positive
+from .._checks import check_finite, check_flag, check_observables, check_positive
 from .._failures import DTMIN_RELATIVE, MaxStepsReached
-from .._flow import Trajectory
+from .._flow import Trajectory, undefined_observables
 from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solve import solve_span
@@ -74,6 +74,8 @@ class _CentralField(eqx.Module):
     spec: Any = eqx.field(static=True)
     eta: jax.Array
     k: int = eqx.field(static=True)
+    observables: tuple = eqx.field(static=True, default=())  # ((name, fn(params)), ...)
+    predicted: tuple = eqx.field(static=True, default=())  # ((name, g(params)), ...)
     symmetric_jacobian = False
 
     def f(self):
@@ -155,9 +157,23 @@ class _CentralField(eqx.Module):
 
     def record(self, t, w, args):
         g, J, _, _, x, lam, U = self.solve(t, w, args[0], args[1])
-        trace = jnp.trace(_smat(x, self.k))
+        X = _smat(x, self.k)
+        trace = jnp.trace(X)
         loss = self.f()(w)
+        user = {}
+        if self.observables or self.predicted:
+            params = eqx.combine(self.spec.unravel(w), self.static)
+            user = {name: jnp.asarray(fn(params)) for name, fn in self.observables}
+        for name, fn in self.predicted:
+            g = flat_function(fn, self.spec, self.static)
+            # g(w) + ½⟨∇²g(w), Σ⟩, Σ = UXUᵀ: ½Σ_ij X_ij ∇²g[u_i, u_j] (X is 0 off the block)
+            curvature = sum(
+                X[i, j] * (1.0 if i == j else 2.0) * _second(g, w, U[i], U[j])
+                for i, j in pairs(self.k)
+            )
+            user[f"predicted_{name}"] = jnp.asarray(g(w)) + 0.5 * curvature
         return {
+            "user": user,
             "loss": loss,
             "sharpness": lam[0],
             "eigenvalues": lam,
@@ -167,6 +183,12 @@ class _CentralField(eqx.Module):
             "params": w,
             "U": U,
         }
+
+
+def _second(g, w, u, v):
+    """∇²g(w)[u, v] of a function of the flat parameters (any output shape), forward over
+    forward."""
+    return jax.jvp(lambda y: jax.jvp(g, (y,), (u,))[1], (w,), (v,))[1]
 
 
 def _smat(x, k):
@@ -189,6 +211,8 @@ def central_flow(
     save_params: bool = True,
     progress: bool = False,
     report: Callable[[float, float], None] | None = None,
+    observables: dict | None = None,
+    predicted: dict | None = None,
     **overrides,
 ) -> Trajectory:
     """The central flow of gradient descent with step η, from `params0` to flow time `t1`.
@@ -204,8 +228,8 @@ def central_flow(
     dL/dt = −‖w'‖² ≤ 0: L never increases.
 
     Adaptive (the settings' solver, default Tsit5; "auto" means Tsit5 here) in float64 with
-    located events, where the authors' code steps by explicit Euler (4 substeps per GD step)
-    in float32 with warm-started LOBPCG.
+    located events, where the authors' codes step by explicit Euler (4 substeps per GD step)
+    with warm-started LOBPCG, solving the complementarity problem one substep ahead.
 
     **Arguments:**
     - `loss`, `params0`, `t1`, `ts`, `settings`, `save_params`, `progress`, `**overrides`:
@@ -216,22 +240,30 @@ def central_flow(
     - `eta`: the step η > 0 of gradient descent (flow-time units): the edge is S = 2/η.
     - `k`: the most eigenvalues tracked at the edge, 1 ≤ k < p (each evaluation computes
       the top k + 1 eigenpairs and k(k+1)/2 third-derivative products).
+    - `observables`: `{name: fn(params) -> array}` recorded at every save, as in
+      `gradient_flow`.
+    - `predicted`: `{name: g(params) -> array}`: records `observables["predicted_<name>"]`
+      = g(w) + ½⟨∇²g(w), Σ⟩, the central flow's prediction of the time average of g along
+      gradient descent (Σ = 0 below the edge); with g = the loss it is `predicted_loss`
+      (the tracked eigenvalues being 2/η).
 
     **Returns:** a `Trajectory`, with `observables["sharpness"]` (T,), `["eigenvalues"]`
     (T, k+1) the top k + 1 eigenvalues, `["tracked"]` (T,) m, `["trace_sigma"]` (T,) tr Σ
     (σ² for m = 1; 0 below the edge) and `["predicted_loss"]` (T,) = L + tr Σ/η, the
-    predicted time average of GD's loss; `stats` adds `events`, a list of `(t, m)`: m
+    predicted time average of GD's loss, and those of `observables` and `predicted`;
+    `stats` adds `events`, a list of `(t, m)`: m
     eigenvalues tracked from t on.
 
     **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0` (also where
     S(0) > 2/η: the message names S(0) and 2/η; eigenvalues within 1e-8 of 2/η at t = 0
-    start tracked where X can hold them, else the flow starts as the gradient flow), or a
-    setting; `TypeError` naming `loss` (not a float scalar); `MaxStepsReached` with the time
-    reached; `EdgeLimitReached` where eigenvalue k + 1 reaches 2/η; `ComplementarityError`
-    (a `FloatingPointError`) naming the time and the residual where the QP is not solved to
-    1e-6; `FloatingPointError` where the state or the solve fails, or events chatter (over
-    1000). `MaxStepsReached` and `EdgeLimitReached` carry `partial`, the trajectory up to
-    the last save before (None when there is none).
+    start tracked where X can hold them, else the flow starts as the gradient flow), a
+    setting, or an entry of `observables` / `predicted` that fails on `params0` or takes a
+    name the flow records itself; `TypeError` naming `loss` (not a float scalar);
+    `MaxStepsReached` with the time reached; `EdgeLimitReached` where eigenvalue k + 1
+    reaches 2/η; `ComplementarityError` (a `FloatingPointError`) naming the time and the
+    residual where the QP is not solved to 1e-6; `FloatingPointError` where the state or the
+    solve fails, or events chatter (over 1000). `MaxStepsReached` and `EdgeLimitReached`
+    carry `partial`, the trajectory up to the last save before (None when there is none).
 
     **Reference:** Cohen, Damian, Talwalkar, Kolter & Lee 2025, "Understanding optimization
     in deep learning with central flows", ICLR, §3 (one unstable eigenvalue; eq. for σ²),
@@ -253,7 +285,8 @@ def central_flow(
     k = check_k(k, w.shape[0])
     if k >= w.shape[0]:
         raise ValueError(f"k must be < p = {w.shape[0]} (the top k + 1 eigenpairs), got {k}")
-    field = _CentralField(loss, static, spec, jnp.asarray(eta), k)
+    user = _check_user(observables, predicted, params0)
+    field = _CentralField(loss, static, spec, jnp.asarray(eta), k, *user)
     solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
@@ -288,7 +321,8 @@ def central_flow(
             stats.num_rejected_steps += int(span.stats["num_rejected_steps"])
             if bool(np.isfinite(np.asarray(span.save_ts)[0])) and not bool(span.event):
                 block = jax.tree.map(lambda a: np.asarray(a)[:1], span.saved)
-                if not all(np.all(np.isfinite(x)) for x in jax.tree.leaves(block)):
+                own = {key: value for key, value in block.items() if key != "user"}
+                if not all(np.all(np.isfinite(x)) for x in jax.tree.leaves(own)):
                     raise FloatingPointError(f"the central flow became non-finite before t={t1}")
                 saved.append(block)
                 U = jnp.asarray(block["U"][0])
@@ -399,12 +433,32 @@ def _trajectory(saved, ts, spec, static, save_params, stats, events, settings, s
     if save_params:
         params = eqx.combine(spec.unravel_rows(out["params"]), static)
         params = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, params)
-    keys = ("sharpness", "eigenvalues", "tracked", "trace_sigma", "predicted_loss")
-    observables = {key: out[key] for key in keys}
+    observables = {key: out[key] for key in OWN}
+    observables.update(out["user"])
+    times = np.asarray(ts)[: len(out["loss"])]
+    undefined = undefined_observables(times, out["user"])
     stats_dict = {**stats.to_dict(), "events": list(events)}
     config = {**settings.to_dict(), "solver": solver_name, "t1": t1, "eta": eta, "k": k}
-    return Trajectory(np.asarray(ts)[: len(out["loss"])], params, out["loss"], observables,
-                      stats_dict, config)  # fmt: skip
+    return Trajectory(times, params, out["loss"], observables, stats_dict, config,
+                      undefined)  # fmt: skip
+
+
+OWN = ("sharpness", "eigenvalues", "tracked", "trace_sigma", "predicted_loss")
+
+
+def _check_user(observables, predicted, params0) -> tuple:
+    """`(observables, predicted)` as sorted `(name, fn)` pairs, each traced on `params0`;
+    names the flow records itself, or shared, refused naming the argument."""
+    obs = check_observables(observables, params0)
+    pred = check_observables(predicted, params0)
+    names = [name for name, _ in obs] + [f"predicted_{name}" for name, _ in pred]
+    for name in names:
+        if name in OWN or names.count(name) > 1:
+            raise ValueError(
+                f"observables / predicted: the name {name!r} is recorded twice (the flow "
+                f"records {', '.join(OWN)})"
+            )
+    return obs, pred
 
 
 @eqx.filter_jit

@@ -82,3 +82,23 @@ def test_divergent_simgd_reports_the_step_and_keeps_the_finite_part():
     partial = e.value.partial
     assert partial is not None and np.all(np.isfinite(partial.params[0].theta))
     assert len(partial.ts) >= 10
+
+
+def test_divergent_map_warns_naming_the_map_and_its_limit_and_no_edge_warning():
+    """L = g² − d² (zero-sum) at η = 1.5: SimGD multiplies g and d by 1 − 2η = −2, so L by 4
+    per step: it passes 1e3·L(0) at step 5 (4⁵ − 1 = 1023) and stays, a DivergenceWarning
+    at step 105 naming SimGD and the map's limit (the loop of gradient_descent, with the
+    map's words); the edge warning at S(0) > 2/η is gradient descent's alone."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        games.gradient_descent_ascent(
+            lambda g, d: jnp.sum(g**2) - jnp.sum(d**2), (jnp.ones(1), jnp.full(1, 0.5)),
+            150 * 1.5, eta=1.5, ts=1.5 * np.arange(151),
+        )  # fmt: skip
+    said = [(w.category.__name__, str(w.message)) for w in caught]
+    assert [kind for kind, _ in said] == ["DivergenceWarning"]
+    message = said[0][1]
+    assert message.startswith("SimGD diverges: the loss rose from 0.75 to 768 by step 5 (t=7.5)")
+    assert "eta=1.5 is above the stability limit of this map at the current point" in message

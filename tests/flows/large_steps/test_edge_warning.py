@@ -42,3 +42,30 @@ def test_modified_flow_past_eta_lambda_one_warns_once_naming_the_product(order):
 
 def test_the_gradient_flow_as_order_zero_does_not_warn():
     assert _caught(lambda: flows.modified_flow(_loss, W0, 1.0, eta=0.5, order=0)) == []
+
+
+def test_gd_warnings_name_the_callers_file_and_optimize_gives_no_edge_warning():
+    """η = 0.7 on S = 3: w₁ grows 1.1× per step, the loss passes 1e3·L(0) near step 39 and
+    stays: gradient_descent warns EdgeOfStabilityWarning and DivergenceWarning, both at the
+    caller's line (one loop serves gradient_descent, optimize and the game maps: before the
+    merge's fix the edge warning named flows/_optimize.py); optimize through the same loop
+    gives only the DivergenceWarning, naming the optimizer."""
+    import optax
+
+    def caught(run):
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            run()
+        return {w.category.__name__: (w.filename, str(w.message)) for w in ws}
+
+    gd = caught(lambda: flows.gradient_descent(_loss, W0, 250 * 0.7, eta=0.7))
+    assert {name: where for name, (where, _) in gd.items()} == {
+        "EdgeOfStabilityWarning": __file__,
+        "DivergenceWarning": __file__,
+    }
+    assert gd["DivergenceWarning"][1].startswith("gradient descent diverges")
+    opt = caught(lambda: flows.large_steps.optimize(
+        _loss, W0, 250 * 0.7, optimizer=optax.sgd(0.7), eta=0.7))  # fmt: skip
+    assert list(opt) == ["DivergenceWarning"] and opt["DivergenceWarning"][0] == __file__
+    assert opt["DivergenceWarning"][1].startswith("the optimizer diverges")
+    assert "is above the optimizer's limit" in opt["DivergenceWarning"][1]

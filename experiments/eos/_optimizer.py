@@ -1,0 +1,105 @@
+"""`gradflows run eos --optimizer momentum|rmsprop|adam`: the optimizer at each η beside
+gradient descent, its (preconditioned) sharpness against its stability limit (Cohen et al.
+2022, "Adaptive gradient methods at the edge of stability")."""
+
+import numpy as np
+
+OPTIMIZERS = ("gd", "momentum", "rmsprop", "adam")
+LANCZOS = {"max_iters": 60, "tol": 1e-9}
+
+
+def build(s: dict, eta: float):
+    """`(optimizer, limit, preconditioner)` of settings `s` at step η: the optax
+    transformation, the stability limit of the quantity recorded, and None (the plain
+    sharpness) or `fn(state) -> P`. Raises `ValueError` naming beta, beta1, beta2 or eps."""
+    from flows.large_steps import adam, adaptive_preconditioner, heavy_ball, rmsprop
+
+    name, eps = s["optimizer"], s["eps"]
+    if name == "momentum":
+        return heavy_ball(eta, s["beta"]), (2 + 2 * s["beta"]) / eta, None
+    beta2 = s["beta2"] if s["beta2"] is not None else (0.99 if name == "rmsprop" else 0.999)
+    if name == "rmsprop":
+        opt, limit = rmsprop(eta, beta2, eps, bias_correction=True), 2 / eta
+    else:
+        opt, limit = (
+            adam(eta, s["beta1"], beta2, eps),
+            (2 + 2 * s["beta1"]) / (1 - s["beta1"]) / eta,
+        )
+    return opt, limit, lambda state: adaptive_preconditioner(state, eps=eps, beta2=beta2)
+
+
+def optimizer_run(loss, params0, *, s: dict, eta: float) -> tuple[dict, dict]:
+    """Run `s["optimizer"]` at η to `s["t1"]`, its (preconditioned) sharpness every
+    `s["sharpness_every"]` steps. **Returns:** `(record, arrays)`: arrays `t_opt`, `loss_opt`,
+    `sharpness_opt` (the quantity compared with `limit`); the record has the optimizer, the
+    limit, the first save at or above it and the median ratio after it, and `diverged`
+    (None, or the message; the finite saves before are kept)."""
+    import flows
+    from flows.large_steps import optimize, preconditioned_sharpness
+
+    optimizer, limit, preconditioner = build(s, eta)
+    if preconditioner is None:
+
+        def quantity(p, state):
+            return flows.sharpness(loss, p, **LANCZOS)[0]
+    else:
+
+        def quantity(p, state):
+            return preconditioned_sharpness(loss, p, preconditioner(state), **LANCZOS)[0]
+
+    steps = int(round(s["t1"] / eta))
+    every = s["sharpness_every"]
+    ts = eta * np.arange(every, steps + 1, every)
+    diverged = None
+    try:
+        traj = optimize(loss, params0, s["t1"], optimizer=optimizer, eta=eta, ts=ts,
+                        state_observables={"sharpness": quantity}, save_params=False)  # fmt: skip
+    except FloatingPointError as e:
+        diverged = " ".join(str(e).split())
+        traj = e.partial
+    record = {"optimizer": s["optimizer"], "limit": limit, "diverged": diverged}
+    arrays = {"t_opt": np.zeros(0), "loss_opt": np.zeros(0), "sharpness_opt": np.zeros(0)}
+    if traj is None:
+        return {**record, "edge_step": None, "median_ratio": None}, arrays
+    ratio = np.asarray(traj.observables["sharpness"]) / limit
+    edge = int(np.argmax(ratio >= 1)) if np.any(ratio >= 1) else None
+    record["edge_step"] = None if edge is None else int(round(traj.ts[edge] / eta))
+    record["median_ratio"] = None if edge is None else float(np.median(ratio[edge:]))
+    record["loss_final"] = float(traj.loss[-1])
+    arrays = {
+        "t_opt": traj.ts,
+        "loss_opt": traj.loss,
+        "sharpness_opt": np.asarray(traj.observables["sharpness"]),
+    }
+    return record, arrays
+
+
+def optimizer_figure(run: dict, a: dict):
+    """Two panels for one η: the optimizer's (preconditioned) sharpness against its limit,
+    and its loss beside GD's (and the central flow's prediction of GD's averaged loss)."""
+    from .._plotting import new_figure
+
+    o, eta = run["optimizer"], run["eta"]
+    what = "S = λ_max(H)" if o["optimizer"] == "momentum" else "λ_max(P⁻¹H), P = √ν̂ + ε"
+    fig = new_figure(11.0, 4.2)
+    ax_s, ax_l = fig.subplots(1, 2)
+    ax_s.plot(a["t_opt"], a["sharpness_opt"], color="k", lw=1.0, label=f"{o['optimizer']}: {what}")
+    ax_s.axhline(o["limit"], color="tab:red", ls="--", lw=1.0, label=f"limit {o['limit']:.4g}")
+    claim = (
+        f"at its limit from step {o['edge_step']} (median ×{o['median_ratio']:.3f})"
+        if o["edge_step"] is not None
+        else "below its stability limit"
+    )
+    ax_s.set(xlabel="flow time t = kη", ylabel="(preconditioned) sharpness",
+             title=f"{o['optimizer']}, η = {eta:g}: {claim}")  # fmt: skip
+    ax_s.legend(fontsize=8)
+    ax_l.semilogy(a["t_gd"], a["loss_gd"], color="0.5", lw=0.8, label=f"GD, η = {eta:g}")
+    if "predicted_loss" in a:
+        p = a["predicted_loss"]
+        ax_l.semilogy(a["t"][: len(p)], p, color="tab:red", ls="--", lw=1.0,
+                      label="central flow: predicted GD loss")  # fmt: skip
+    ax_l.semilogy(a["t_opt"], a["loss_opt"], color="k", lw=1.0, label=o["optimizer"])
+    ax_l.set(xlabel="flow time t = kη", ylabel="training loss",
+             title="training loss: the optimizer beside GD at the same η")  # fmt: skip
+    ax_l.legend(fontsize=8)
+    return fig
