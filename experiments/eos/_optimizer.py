@@ -1,8 +1,9 @@
 """`gradflows run eos --optimizer momentum|rmsprop|adam`: the optimizer at each η beside
 gradient descent, its (preconditioned) sharpness against its stability limit (Cohen et al.
-2022, "Adaptive gradient methods at the edge of stability")."""
+2022, "Adaptive gradient methods at the edge of stability").
 
-import numpy as np
+The CLI imports this module for OPTIMIZERS: numpy, flows and matplotlib are imported inside
+the functions, so `gradflows list` and `--help` stay light (tests/experiments/test_cli.py)."""
 
 OPTIMIZERS = ("gd", "momentum", "rmsprop", "adam")
 LANCZOS = {"max_iters": 60, "tol": 1e-9}
@@ -34,6 +35,8 @@ def optimizer_run(loss, params0, *, s: dict, eta: float) -> tuple[dict, dict]:
     `sharpness_opt` (the quantity compared with `limit`); the record has the optimizer, the
     limit, the first save at or above it and the median ratio after it, and `diverged`
     (None, or the message; the finite saves before are kept)."""
+    import numpy as np
+
     import flows
     from flows.large_steps import optimize, preconditioned_sharpness
 
