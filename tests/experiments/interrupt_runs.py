@@ -36,6 +36,10 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
              "0.25", "--saves", "3", "--width", "3", "--samples", "16", "--t1", "6",
              "--no-progress", "--workers", "0"],
             f"part-{task_key({'part': 'dirac', 'variant': 'gan'})}.json"),
+    # 16 (f, ε) cells, the smaller ε first, then two particle flows: the first part is KL's
+    "transport": (["--n", "6", "--eps", "1,0.1", "--plan-eps", "1", "--flow-n", "3", "--t1",
+                   "0.2", "--no-progress", "--workers", "0"],
+                  f"part-{task_key({'measure': 'cell', 'divergence': 'kl', 'eps': 0.1})}.json"),
 }  # fmt: skip
 
 
