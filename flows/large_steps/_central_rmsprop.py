@@ -30,6 +30,8 @@ linear in X through w' (the Gram term ½J P⁻¹Jᵀ of gradient descent's probl
 problem. For one tracked eigenvalue X = σ² = max(0, −q/b) in closed form.
 """
 
+import numbers
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -106,7 +108,9 @@ class _RMSPropField(eqx.Module):
         reduce = (lambda a: jnp.sum(a, axis=-1, keepdims=True)) if self.scalar else (lambda a: a)
         w0, W = -g / P, -0.5 * J.T / P[:, None]
         n0, N = c * (reduce(g * g) - nu), c * reduce(K).T.reshape(nu.shape[0], -1)
-        a = 1.0 / (2.0 * jnp.sqrt(nu) * (jnp.sqrt(nu) + self.eps))  # ṗ/p per unit ν'
+        # ṗ/p per unit ν'; 0 where ν = 0 (a coordinate of zero gradient, frozen: P = ε)
+        root = jnp.sqrt(nu)
+        a = jnp.where(nu > 0, 1.0 / (2.0 * jnp.where(nu > 0, root * (root + self.eps), 1.0)), 0.0)
         wide = (lambda v: jnp.broadcast_to(v, (p,) + v.shape[1:])) if self.scalar else (lambda v: v)
         # minus the rate of the block: −J w' + B (a ⊙ ν')
         q = -J @ w0 + B @ (jnp.broadcast_to(a, (p,)) * wide(n0))
@@ -183,19 +187,20 @@ def rmsprop_field(field, optimizer, beta2, eps, nu0, w):
     out = _RMSPropField(field.loss, field.static, field.spec, field.eta, field.k,
                         field.observables, field.predicted, beta2, eps,
                         optimizer == "scalar_rmsprop")  # fmt: skip
-    return out, rmsprop_state(optimizer, w, field.spec, field.f(), nu0)
+    return out, rmsprop_state(optimizer, w, field.spec, field.f(), nu0, eps)
 
 
-def rmsprop_state(optimizer, w, spec, f, nu0):
+def rmsprop_state(optimizer, w, spec, f, nu0, eps):
     """y0 = (w, ν0): ν0 (p,), or (1,) for scalar RMSProp, from `nu0`: None for ∇L(w0)⊙²
     (scalar: ‖∇L(w0)‖²), a number (every entry), or for per-coordinate RMSProp a pytree of
-    the trainable parameters' structure; every entry finite and > 0, else a ValueError
-    naming nu0."""
+    the trainable parameters' structure; every entry finite and ≥ 0, and > 0 where ε = 0,
+    else a ValueError naming nu0. A coordinate with ν = 0 (its gradient 0 at w0) is held
+    at P = ε while ν stays 0 (ṗ taken 0 there: ν'/(2√ν) is 0/0)."""
     size = 1 if optimizer == "scalar_rmsprop" else w.shape[0]
     if nu0 is None:
         g = np.asarray(jax.grad(f)(w))
         nu = np.array([g @ g]) if size == 1 else g * g
-    elif np.ndim(nu0) == 0 and not isinstance(nu0, (list, tuple, dict)):
+    elif isinstance(nu0, (numbers.Real, np.ndarray, jax.Array)) and np.ndim(nu0) == 0:
         nu = np.full(size, check_number("nu0", nu0))
     elif size == 1:
         raise ValueError(f"nu0 must be a number for scalar_rmsprop, got {type(nu0).__name__}")
@@ -207,9 +212,9 @@ def rmsprop_state(optimizer, w, spec, f, nu0):
             raise ValueError(
                 "nu0 must be a number or a pytree of the trainable parameters' structure and shapes"
             ) from None
-    if not np.all(np.isfinite(nu) & (nu > 0)):
+    if not np.all(np.isfinite(nu) & (nu >= 0)) or (eps == 0 and not np.all(nu > 0)):
         raise ValueError(
-            "nu0 must be finite and > 0 everywhere (the default is ∇L(params0)⊙²; a zero "
-            "entry makes ṗ = ν'/(2√ν) infinite): pass nu0"
+            "nu0 must be finite and >= 0 everywhere, and > 0 where eps = 0 (P = √ν + ε > 0; "
+            f"the default is ∇L(params0)⊙²), got min {np.min(nu):.3g} with eps = {eps:g}"
         )
     return jnp.concatenate([w, jnp.asarray(nu, w.dtype)])

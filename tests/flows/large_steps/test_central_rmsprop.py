@@ -168,7 +168,8 @@ def test_rmsprop_central_flow_is_the_limit_of_euler_at_first_order(mlp):
         ({"optimizer": "rmsprop", "beta2": 1.0}, r"beta2 must lie in \[0, 1\), got 1.0"),
         ({"optimizer": "rmsprop", "beta2": 0.0}, r"beta2 must lie in \(0, 1\)"),
         ({"optimizer": "scalar_rmsprop", "eps": -1e-8}, "eps must be >= 0"),
-        ({"optimizer": "rmsprop", "nu0": 0.0}, "nu0 must be finite and > 0"),
+        ({"optimizer": "rmsprop", "nu0": -1.0}, "nu0 must be finite and >= 0"),
+        ({"optimizer": "rmsprop", "nu0": 0.0, "eps": 0.0}, "> 0 where eps = 0"),
         ({"optimizer": "scalar_rmsprop", "nu0": [1.0, 2.0]}, "nu0 must be a number"),
         ({"optimizer": "rmsprop", "nu0": jnp.ones(3)}, "nu0 must be a number or a pytree"),
         ({"nu0": 1.0}, "nu0 is RMSProp's initial"),
@@ -178,3 +179,16 @@ def test_rmsprop_central_flow_is_the_limit_of_euler_at_first_order(mlp):
 def test_bad_rmsprop_input_is_refused_naming_the_argument(kwargs, says):
     with pytest.raises(ValueError, match=says):
         central_flow(quadratic, jnp.ones(2), 1.0, eta=ETA, **kwargs)
+
+
+def test_rmsprop_from_nu0_takes_its_first_step_with_nu1_the_central_flows_nu_at_t0():
+    # ν_1 = β2ν_0 + (1 − β2)g0⊙², θ_1 = θ_0 − ηg0/(√ν_1 + ε): the flow's ν(0) is this ν_1
+    from flows.large_steps import rmsprop
+
+    w0, nu0 = jnp.array([0.7, -1.3]), jnp.array([0.2, 0.05])
+    g = jax.grad(quadratic)(w0)
+    opt = rmsprop(0.1, 0.9, 1e-3, nu0=nu0)
+    updates, state = opt.update(g, opt.init(w0), w0)
+    nu1 = 0.9 * nu0 + 0.1 * g**2
+    np.testing.assert_allclose(state[0].nu, nu1, rtol=1e-15)
+    np.testing.assert_allclose(updates, -0.1 * g / (jnp.sqrt(nu1) + 1e-3), rtol=1e-15)
