@@ -35,12 +35,13 @@ def build(s: dict, eta: float, nu0=None):
     return opt, limit, lambda state: adaptive_preconditioner(state, eps=eps, beta2=beta2)
 
 
-def optimizer_run(loss, params0, *, s: dict, eta: float) -> tuple[dict, dict]:
+def optimizer_run(loss, params0, *, s: dict, eta: float, report=None) -> tuple[dict, dict]:
     """Run `s["optimizer"]` at η to `s["t1"]`, its (preconditioned) sharpness every
     `s["sharpness_every"]` steps. **Returns:** `(record, arrays)`: arrays `t_opt`, `loss_opt`,
     `sharpness_opt` (the quantity compared with `limit`); the record has the optimizer, the
     limit, the first save at or above it and the median ratio after it, and `diverged`
-    (None, or the message; the finite saves before are kept)."""
+    (None, or the message; the finite saves before are kept); for RMSProp, its central flow
+    (`_rmsprop_central`), whose progress goes to `report(t, t1, what)`."""
     import numpy as np
 
     import flows
@@ -87,7 +88,7 @@ def optimizer_run(loss, params0, *, s: dict, eta: float) -> tuple[dict, dict]:
     if s["optimizer"] == "rmsprop":
         record["central_flow"], more = rmsprop_central(
             loss, params0, s=s, eta=eta, beta2=beta2, nu0=nu_1,
-            ts=eta * np.arange(0, steps + 1, every),
+            ts=eta * np.arange(0, steps + 1, every), report=report,
         )  # fmt: skip
         arrays.update(more)
     return record, arrays

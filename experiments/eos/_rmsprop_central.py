@@ -27,7 +27,7 @@ def rmsprop_start(loss, params0, beta2: float):
     return nu_0, jax.tree.map(lambda v, a: beta2 * v + (1 - beta2) * a * a, nu_0, g)
 
 
-def rmsprop_central(loss, params0, *, s: dict, eta: float, beta2: float, nu0, ts):
+def rmsprop_central(loss, params0, *, s: dict, eta: float, beta2: float, nu0, ts, report=None):
     """The central flow of RMSProp at η from ν(0) = `nu0` to `s["t1"]` with `s["k"]` tracked
     eigenvalues, saved at `ts`; drawn to where it stops (`EdgeLimitReached`, a step budget).
 
@@ -51,6 +51,7 @@ def rmsprop_central(loss, params0, *, s: dict, eta: float, beta2: float, nu0, ts
             loss, params0, s["t1"], eta=eta, k=s["k"], optimizer="rmsprop", beta2=beta2,
             eps=s["eps"], nu0=nu0, ts=ts,
             settings=solve_settings_of(s), save_params=False,
+            report=None if report is None else lambda t, t1: report(t, t1, "rmsprop central flow"),
         )  # fmt: skip
     except (EdgeLimitReached, MaxStepsReached) as e:
         stopped = {"t": float(e.t), "reason": " ".join(str(e).split())}
