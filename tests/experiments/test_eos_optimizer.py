@@ -64,7 +64,7 @@ def test_bad_optimizer_settings_exit_2_with_one_line_naming_the_flag(tmp_path, c
     assert not (tmp_path / "bad").exists()
 
 
-@pytest.mark.slow  # a whole run with RMSProp's central flow: 358 s at load 12-19 on 2 cores
+@pytest.mark.slow  # a whole run with its central flow: 266-358 s at load 12-19 on 2 cores
 def test_rmsprop_run_draws_its_central_flow_holding_the_effective_sharpness_at_2_over_eta(
     tmp_path,
 ):
