@@ -128,9 +128,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--optimizer",
         choices=OPTIMIZERS,
         default=d["optimizer"],
-        help="gd: GD alone; momentum (heavy ball), rmsprop (bias-corrected) or adam also run "
-        "at each η, their (preconditioned) sharpness drawn against its stability limit "
-        "(optimizer-<η>.png) (gd)",
+        help="gd: GD alone; momentum (heavy ball), rmsprop (from ν0 = mean ∇L(w0)², with its "
+        "central flow) or adam (bias-corrected) also run at each η, their (preconditioned) "
+        "sharpness drawn against its stability limit (optimizer-<η>.png) (gd)",
     )
     g.add_argument("--beta", type=float, default=d["beta"], help="momentum's β (0.9)")
     g.add_argument("--beta1", type=float, default=d["beta1"], help="Adam's β1 (0.9)")

@@ -9,10 +9,12 @@ OPTIMIZERS = ("gd", "momentum", "rmsprop", "adam")
 LANCZOS = {"max_iters": 60, "tol": 1e-9}
 
 
-def build(s: dict, eta: float):
+def build(s: dict, eta: float, nu0=None):
     """`(optimizer, limit, preconditioner)` of settings `s` at step η: the optax
     transformation, the stability limit of the quantity recorded, and None (the plain
-    sharpness) or `fn(state) -> P`. Raises `ValueError` naming beta, beta1, beta2 or eps."""
+    sharpness) or `fn(state) -> P`. RMSProp has no bias correction and starts from ν_0 =
+    `nu0` (`_rmsprop_central.rmsprop_start`); Adam is bias-corrected. Raises `ValueError` naming
+    beta, beta1, beta2 or eps."""
     from flows.large_steps import adam, adaptive_preconditioner, heavy_ball, rmsprop
 
     name, eps = s["optimizer"], s["eps"]
@@ -20,7 +22,11 @@ def build(s: dict, eta: float):
         return heavy_ball(eta, s["beta"]), (2 + 2 * s["beta"]) / eta, None
     beta2 = s["beta2"] if s["beta2"] is not None else (0.99 if name == "rmsprop" else 0.999)
     if name == "rmsprop":
-        opt, limit = rmsprop(eta, beta2, eps, bias_correction=True), 2 / eta
+        return (
+            rmsprop(eta, beta2, eps, nu0=nu0),
+            2 / eta,
+            lambda state: adaptive_preconditioner(state, eps=eps),
+        )
     else:
         opt, limit = (
             adam(eta, s["beta1"], beta2, eps),
@@ -29,18 +35,23 @@ def build(s: dict, eta: float):
     return opt, limit, lambda state: adaptive_preconditioner(state, eps=eps, beta2=beta2)
 
 
-def optimizer_run(loss, params0, *, s: dict, eta: float) -> tuple[dict, dict]:
+def optimizer_run(loss, params0, *, s: dict, eta: float, report=None) -> tuple[dict, dict]:
     """Run `s["optimizer"]` at η to `s["t1"]`, its (preconditioned) sharpness every
     `s["sharpness_every"]` steps. **Returns:** `(record, arrays)`: arrays `t_opt`, `loss_opt`,
     `sharpness_opt` (the quantity compared with `limit`); the record has the optimizer, the
     limit, the first save at or above it and the median ratio after it, and `diverged`
-    (None, or the message; the finite saves before are kept)."""
+    (None, or the message; the finite saves before are kept); for RMSProp, its central flow
+    (`_rmsprop_central`), whose progress goes to `report(t, t1, what)`."""
     import numpy as np
 
     import flows
     from flows.large_steps import optimize, preconditioned_sharpness
 
-    optimizer, limit, preconditioner = build(s, eta)
+    from ._rmsprop_central import rmsprop_central, rmsprop_start
+
+    beta2 = s["beta2"] if s["beta2"] is not None else 0.99
+    nu_0, nu_1 = rmsprop_start(loss, params0, beta2) if s["optimizer"] == "rmsprop" else (None,) * 2
+    optimizer, limit, preconditioner = build(s, eta, nu_0)
     if preconditioner is None:
 
         def quantity(p, state):
@@ -74,6 +85,12 @@ def optimizer_run(loss, params0, *, s: dict, eta: float) -> tuple[dict, dict]:
         "loss_opt": traj.loss,
         "sharpness_opt": np.asarray(traj.observables["sharpness"]),
     }
+    if s["optimizer"] == "rmsprop":
+        record["central_flow"], more = rmsprop_central(
+            loss, params0, s=s, eta=eta, beta2=beta2, nu0=nu_1,
+            ts=eta * np.arange(0, steps + 1, every), report=report,
+        )  # fmt: skip
+        arrays.update(more)
     return record, arrays
 
 
@@ -87,6 +104,10 @@ def optimizer_figure(run: dict, a: dict):
     fig = new_figure(11.0, 4.2)
     ax_s, ax_l = fig.subplots(1, 2)
     ax_s.plot(a["t_opt"], a["sharpness_opt"], color="k", lw=1.0, label=f"{o['optimizer']}: {what}")
+    central = len(a.get("t_cf_opt", ())) > 0  # RMSProp's central flow
+    if central:
+        ax_s.plot(a["t_cf_opt"], a["sharpness_cf_opt"], color="tab:orange", lw=1.4,
+                  label="its central flow: λ_max(P⁻¹H), P = √ν + ε")  # fmt: skip
     ax_s.axhline(o["limit"], color="tab:red", ls="--", lw=1.0, label=f"limit {o['limit']:.4g}")
     claim = (
         f"at its limit from step {o['edge_step']} (median ×{o['median_ratio']:.3f})"
@@ -102,6 +123,25 @@ def optimizer_figure(run: dict, a: dict):
         ax_l.semilogy(a["t"][: len(p)], p, color="tab:red", ls="--", lw=1.0,
                       label="central flow: predicted GD loss")  # fmt: skip
     ax_l.semilogy(a["t_opt"], a["loss_opt"], color="k", lw=1.0, label=o["optimizer"])
+    if central:
+        ax_l.semilogy(
+            a["t_cf_opt"],
+            a["predicted_loss_cf_opt"],
+            color="tab:orange",
+            lw=1.4,
+            label=f"{o['optimizer']}'s central flow: predicted loss L + tr X/η",
+        )
+        ax_l.semilogy(a["t_cf_opt"], a["loss_cf_opt"], color="tab:orange", ls=":", lw=1.0,
+                      label=f"{o['optimizer']}'s central flow: L(w(t))")  # fmt: skip
+    stop = (o.get("central_flow") or {}).get("stopped")
+    if stop and central:
+        why = "eigenvalue k+1 at 2/η" if "eigenvalue" in stop["reason"] else "step budget"
+        ax_s.axvline(stop["t"], color="tab:orange", ls=":", lw=0.8)
+        ax_s.annotate(f"central flow stops: {why}", (stop["t"], o["limit"]), fontsize=7,
+                      rotation=90, va="top")  # fmt: skip
+    elif stop:
+        ax_s.annotate("no central flow: λ_max(P⁻¹H) > 2/η at t = 0 (RMSProp starts unstable)",
+                      (0.02, 0.02), xycoords="axes fraction", fontsize=7)  # fmt: skip
     ax_l.set(xlabel="flow time t = kη", ylabel="training loss",
              title="training loss: the optimizer beside GD at the same η")  # fmt: skip
     ax_l.legend(fontsize=8)

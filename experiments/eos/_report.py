@@ -69,7 +69,21 @@ def _run_line(r) -> str:
             f"{o['median_ratio']:.4f}" if o["edge_step"] is not None else
             f"stayed below its limit {o['limit']:.4g}"
         )  # fmt: skip
+        if o.get("central_flow"):
+            head += "; its central flow " + _central_line(o["central_flow"])
     return head
+
+
+def _central_line(c: dict) -> str:
+    """RMSProp's central flow in the summary: where it reached 2/η, how well it held, where
+    it stopped."""
+    stop = c["stopped"]
+    if stop and stop["t"] == 0:
+        return f"did not start ({stop['reason']})"
+    line = "stayed below 2/η" if c["t_edge"] is None else f"reached 2/η at t={c['t_edge']:.4g}"
+    if c["held"] is not None:
+        line += f", held to {c['held']:.1e}"
+    return line + (f", stopped at t={stop['t']:.4g}" if stop else "")
 
 
 def summary_line(res: dict, folder: str) -> str:

@@ -34,7 +34,9 @@ def eos_task(task: dict, shared: dict, ctx) -> tuple[dict, dict]:
     )
     if s.get("optimizer", "gd") != "gd":
         ctx.report(0.0, s["t1"], s["optimizer"])
-        record["optimizer"], more = optimizer_run(problem.loss, problem.net0, s=s, eta=task["eta"])
+        record["optimizer"], more = optimizer_run(
+            problem.loss, problem.net0, s=s, eta=task["eta"], report=ctx.report
+        )
         arrays.update(more)
     return record, arrays
 

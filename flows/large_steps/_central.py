@@ -156,33 +156,39 @@ class _CentralField(eqx.Module):
         return jax.lax.cond(m > 0, value, lambda y: jnp.asarray(-jnp.inf, y.dtype), y)
 
     def record(self, t, w, args):
-        g, J, _, _, x, lam, U = self.solve(t, w, args[0], args[1])
-        X = _smat(x, self.k)
-        trace = jnp.trace(X)
-        loss = self.f()(w)
-        user = {}
-        if self.observables or self.predicted:
-            params = eqx.combine(self.spec.unravel(w), self.static)
-            user = {name: jnp.asarray(fn(params)) for name, fn in self.observables}
-        for name, fn in self.predicted:
-            g = flat_function(fn, self.spec, self.static)
-            # g(w) + ½⟨∇²g(w), Σ⟩, Σ = UXUᵀ: ½Σ_ij X_ij ∇²g[u_i, u_j] (X is 0 off the block)
-            curvature = sum(
-                X[i, j] * (1.0 if i == j else 2.0) * _second(g, w, U[i], U[j])
-                for i, j in pairs(self.k)
-            )
-            user[f"predicted_{name}"] = jnp.asarray(g(w)) + 0.5 * curvature
-        return {
-            "user": user,
-            "loss": loss,
-            "sharpness": lam[0],
-            "eigenvalues": lam,
-            "tracked": jnp.asarray(args[0], w.dtype),
-            "trace_sigma": trace,
-            "predicted_loss": loss + trace / self.eta,
-            "params": w,
-            "U": U,
-        }
+        *_, x, lam, U = self.solve(t, w, args[0], args[1])
+        return _report(self, w, x, lam, U, args[0])
+
+
+def _report(field, w, x, lam, U, m):
+    """What a save records, at the weights w (p,) with x = svec(X), the eigenvalues λ and
+    the vectors U (k+1, p) of Σ = UXUᵀ; `field` the field (its loss, η, k, user functions)."""
+    X = _smat(x, field.k)
+    trace = jnp.trace(X)
+    loss = field.f()(w)
+    user = {}
+    if field.observables or field.predicted:
+        params = eqx.combine(field.spec.unravel(w), field.static)
+        user = {name: jnp.asarray(fn(params)) for name, fn in field.observables}
+    for name, fn in field.predicted:
+        g = flat_function(fn, field.spec, field.static)
+        # g(w) + ½⟨∇²g(w), Σ⟩, Σ = UXUᵀ: ½Σ_ij X_ij ∇²g[u_i, u_j] (X is 0 off the block)
+        curvature = sum(
+            X[i, j] * (1.0 if i == j else 2.0) * _second(g, w, U[i], U[j])
+            for i, j in pairs(field.k)
+        )
+        user[f"predicted_{name}"] = jnp.asarray(g(w)) + 0.5 * curvature
+    return {
+        "user": user,
+        "loss": loss,
+        "sharpness": lam[0],
+        "eigenvalues": lam,
+        "tracked": jnp.asarray(m, w.dtype),
+        "trace_sigma": trace,
+        "predicted_loss": loss + trace / field.eta,
+        "params": w,
+        "U": U,
+    }
 
 
 def _second(g, w, u, v):
@@ -213,9 +219,15 @@ def central_flow(
     report: Callable[[float, float], None] | None = None,
     observables: dict | None = None,
     predicted: dict | None = None,
+    optimizer: str = "gd",
+    beta2: float = 0.99,
+    eps: float = 1e-8,
+    nu0: Any = None,
     **overrides,
 ) -> Trajectory:
-    """The central flow of gradient descent with step η, from `params0` to flow time `t1`.
+    """The central flow of gradient descent with step η, from `params0` to flow time `t1`;
+    with `optimizer="rmsprop"` or `"scalar_rmsprop"`, the joint (w, ν) central flow of
+    RMSProp (`_central_rmsprop`), on the effective Hessian P⁻¹H, P = diag(√ν + ε).
 
     Below the edge (every eigenvalue of H = ∇²L below 2/η) it is the gradient flow
     w' = −∇L. With m ≥ 1 eigenvalues tracked at 2/η (eigenvectors U, by Lanczos at every
@@ -246,15 +258,31 @@ def central_flow(
       = g(w) + ½⟨∇²g(w), Σ⟩, the central flow's prediction of the time average of g along
       gradient descent (Σ = 0 below the edge); with g = the loss it is `predicted_loss`
       (the tracked eigenvalues being 2/η).
+    - `optimizer`: "gd" (gradient descent), "rmsprop" (ν per coordinate) or
+      "scalar_rmsprop" (ν a scalar tracking ‖∇L‖²): for the last two, the joint (w, ν)
+      central flow of RMSProp with P = diag(√ν + ε) (no bias correction), on the state
+      (w, ν): w' = −P⁻¹[∇L + ½∇⟨H, Σ⟩], ν' = (1 − β2)/(β2η)·(∇L⊙² + diag(HΣH) − ν)
+      (scalar: ‖∇L‖² + tr(HΣH)), the top eigenvalues of P⁻¹H held at 2/η by the same
+      complementarity problem in the geometry of P (Σ = UXUᵀ on u_i = P^{-1/2}v_i).
+      Below the edge it is the stable flow w' = −P⁻¹∇L, ν' = (1 − β2)/(β2η)(∇L⊙² − ν).
+    - `beta2`, `eps`: RMSProp's β2 in (0, 1) and ε ≥ 0 (not used by "gd").
+    - `nu0`: RMSProp's ν at t = 0, which is ν_1, the preconditioner of its first step:
+      None for ∇L(params0)⊙² (scalar: ‖∇L(params0)‖²), a number, or (per coordinate) a
+      pytree of the trainable parameters' structure; every entry > 0.
 
     **Returns:** a `Trajectory`, with `observables["sharpness"]` (T,), `["eigenvalues"]`
     (T, k+1) the top k + 1 eigenvalues, `["tracked"]` (T,) m, `["trace_sigma"]` (T,) tr Σ
     (σ² for m = 1; 0 below the edge) and `["predicted_loss"]` (T,) = L + tr Σ/η, the
     predicted time average of GD's loss, and those of `observables` and `predicted`;
     `stats` adds `events`, a list of `(t, m)`: m
-    eigenvalues tracked from t on.
+    eigenvalues tracked from t on. For RMSProp, `["sharpness"]` and `["eigenvalues"]` are
+    those of P⁻¹H (held at 2/η), `["trace_sigma"]` is tr X (the variance in the coordinates
+    P^{1/2}w), `["nu"]` is ν ((T, p), or (T,) for scalar RMSProp; w is `params`), and
+    `config` has `optimizer`, `beta2` and `eps`.
 
-    **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0` (also where
+    **Raises:** `ValueError` naming `eta` (not finite and > 0), `optimizer` (unknown),
+    `beta2` (outside (0, 1) for RMSProp, [0, 1) else), `eps` (< 0), `nu0` (an entry not
+    finite and > 0, another structure, or given with "gd"), `k`, `params0` (also where
     S(0) > 2/η: the message names S(0) and 2/η; eigenvalues within 1e-8 of 2/η at t = 0
     start tracked where X can hold them, else the flow starts as the gradient flow), a
     setting, or an entry of `observables` / `predicted` that fails on `params0` or takes a
@@ -268,9 +296,13 @@ def central_flow(
     **Reference:** Cohen, Damian, Talwalkar, Kolter & Lee 2025, "Understanding optimization
     in deep learning with central flows", ICLR, §3 (one unstable eigenvalue; eq. for σ²),
     its multiple-eigenvalue form (Σ from a semidefinite complementarity problem) and §4 (the
-    predicted time-averaged loss).
+    predicted time-averaged loss); §5 for RMSProp (see `_central_rmsprop` for the
+    derivation of ν').
     """
+    from ._central_rmsprop import check_optimizer, rmsprop_field
+
     eta = check_positive("eta", eta)
+    optimizer, beta2, eps = check_optimizer(optimizer, beta2, eps, nu0)
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     save_params = check_flag("save_params", save_params)
     progress = check_flag("progress", progress)
@@ -287,6 +319,8 @@ def central_flow(
         raise ValueError(f"k must be < p = {w.shape[0]} (the top k + 1 eigenpairs), got {k}")
     user = _check_user(observables, predicted, params0)
     field = _CentralField(loss, static, spec, jnp.asarray(eta), k, *user)
+    if optimizer != "gd":  # the state is (w, ν)
+        field, w = rmsprop_field(field, optimizer, beta2, eps, nu0, w)
     solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
@@ -294,8 +328,11 @@ def central_flow(
     stats = SolveStats(solvers=[solver_name])
 
     def partial():
-        return _trajectory(saved, ts, spec, static, save_params, stats, events, settings,
-                           solver_name, t1, eta, k)  # fmt: skip
+        out = _trajectory(saved, ts, spec, static, save_params, stats, events, settings,
+                          solver_name, t1, eta, k)  # fmt: skip
+        if out is not None and optimizer != "gd":
+            out.config.update(optimizer=optimizer, beta2=beta2, eps=eps)
+        return out
 
     m, U = _start_phase(field, w, k, eta, partial)
     bar = progress_bar(total=t1, desc="central flow", disable=not progress, leave=False)

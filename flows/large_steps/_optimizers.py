@@ -22,19 +22,39 @@ def heavy_ball(eta: float, beta: float) -> optax.GradientTransformation:
 
 
 def rmsprop(
-    eta: float, beta2: float = 0.99, eps: float = 1e-8, *, bias_correction: bool = False
+    eta: float,
+    beta2: float = 0.99,
+    eps: float = 1e-8,
+    *,
+    bias_correction: bool = False,
+    nu0=None,
 ) -> optax.GradientTransformation:
-    """ν_{k+1} = β2ν_k + (1 − β2)g², θ_{k+1} = θ_k − ηg/(√ν̂_{k+1} + ε), ν_0 = 0, with
-    ν̂ = ν/(1 − β2^{k+1}) if `bias_correction`, else ν̂ = ν: `optax.rmsprop(eta,
+    """ν_{k+1} = β2ν_k + (1 − β2)g², θ_{k+1} = θ_k − ηg/(√ν̂_{k+1} + ε), ν_0 = 0 (or
+    `nu0`), with ν̂ = ν/(1 − β2^{k+1}) if `bias_correction`, else ν̂ = ν: `optax.rmsprop(eta,
     decay=beta2, eps=eps, eps_in_sqrt=False, bias_correction=...)`. Its preconditioner is
     `adaptive_preconditioner(state, eps=eps, beta2=beta2 if bias_correction else None)`.
+    `nu0`: ν_0, a pytree of the trainable parameters' structure (entries ≥ 0), e.g. ∇L(θ_0)⊙²,
+    so that ν_1 = ∇L(θ_0)⊙², the ν(0) of `central_flow(..., optimizer="rmsprop")`.
     **Raises:** `ValueError` naming `eta`, `beta2` (outside [0, 1)) or `eps` (< 0),
     `TypeError` naming `bias_correction` (not a bool)."""
     eta, beta2, eps = check_positive("eta", eta), check_beta("beta2", beta2), check_eps(eps)
     bias_correction = check_flag("bias_correction", bias_correction)
-    return optax.rmsprop(
+    base = optax.rmsprop(
         eta, decay=beta2, eps=eps, eps_in_sqrt=False, bias_correction=bias_correction
     )
+    if nu0 is None:
+        return base
+
+    def init(params):
+        state = base.init(params)
+        is_rms = lambda x: hasattr(x, "nu") and hasattr(x, "_replace")  # noqa: E731
+        return jax.tree.map(
+            lambda x: x._replace(nu=jax.tree.map(jnp.asarray, nu0)) if is_rms(x) else x,
+            state,
+            is_leaf=is_rms,
+        )
+
+    return optax.GradientTransformation(init, base.update)
 
 
 def adam(

@@ -62,3 +62,38 @@ def test_bad_optimizer_settings_exit_2_with_one_line_naming_the_flag(tmp_path, c
     assert cli("run", "eos", "--out", tmp_path / "bad", *TINY, *argv) == 2
     assert says in one_line(capsys.readouterr().err)
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow  # a whole run with its central flow: 266-358 s at load 12-19 on 2 cores
+def test_rmsprop_run_draws_its_central_flow_holding_the_effective_sharpness_at_2_over_eta(
+    tmp_path,
+):
+    from experiments.eos._rmsprop_central import rmsprop_start
+    from flows.large_steps import preconditioned_sharpness
+
+    out, eta = tmp_path / "run", 0.05
+    tiny = [x if x != "0.8" else str(eta) for x in TINY]
+    assert cli("run", "eos", "--out", out, *tiny, "--optimizer", "rmsprop") == 0
+    assert (out / "optimizer-0.05.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (run,) = json.loads((out / "results.json").read_text())["runs"]
+    o = run["optimizer"]
+    c = o["central_flow"]
+    print(c)
+    assert o["limit"] == pytest.approx(2 / eta, rel=1e-15)
+    # measured: the edge at t = 3.9034 (step 78), held to 1.6e-6 at the run's rtol 1e-6 (the
+    # solver's tolerance sets it: 5.7e-13 at rtol 1e-11, test_central_rmsprop.py), a second
+    # eigenvalue at 2/η at t = 5.85 (k = 1: the flow stops there)
+    assert c["t_edge"] == pytest.approx(3.9034, rel=1e-3) and c["held"] < 2e-5
+    assert c["stopped"] is None or "eigenvalue 2" in c["stopped"]["reason"]
+    with np.load(out / run["file"]) as a:
+        t, S, tracked = a["t_cf_opt"], a["sharpness_cf_opt"], a["tracked_cf_opt"]
+        L, pred = a["loss_cf_opt"], a["predicted_loss_cf_opt"]
+    assert t[0] == 0 and np.all(np.diff(t) > 0)
+    np.testing.assert_array_equal(pred[tracked == 0], L[tracked == 0])  # Σ = 0 off the edge
+    assert np.all(pred[tracked == 1] > L[tracked == 1])
+    # the flow starts at RMSProp's first preconditioner ν_1 = β2ν̄ + (1 − β2)∇L(w0)⊙²
+    problem = problem_for(dict(DEFAULTS, n_train=20, width=4, classes=list(range(10))))
+    _, nu1 = rmsprop_start(problem.loss, problem.net0, 0.99)
+    P = jax.tree.map(lambda v: np.sqrt(v) + 1e-8, nu1)
+    S0 = float(preconditioned_sharpness(problem.loss, problem.net0, P, tol=1e-12, max_iters=200)[0])
+    assert S[0] == pytest.approx(S0, rel=1e-8)
