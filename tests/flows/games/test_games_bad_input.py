@@ -99,6 +99,7 @@ def test_divergent_map_warns_naming_the_map_and_its_limit_and_no_edge_warning():
         )  # fmt: skip
     said = [(w.category.__name__, str(w.message)) for w in caught]
     assert [kind for kind, _ in said] == ["DivergenceWarning"]
+    assert caught[0].filename == __file__  # the user's call, not flows/games/_maps.py
     message = said[0][1]
     assert message.startswith("SimGD diverges: the loss rose from 0.75 to 768 by step 5 (t=7.5)")
     assert "eta=1.5 is above the stability limit of this map at the current point" in message
