@@ -10,11 +10,11 @@ every L_0, negative ones included) that does not come back below it within `WIND
 """
 
 import dataclasses
-import os
-import sys
 import warnings
 
 import numpy as np
+
+from ._checks import user_stacklevel
 
 #: An excess L_k − L_0 above GROWTH·max(|L_0|, tiny) opens an excursion ...
 GROWTH = 1e3
@@ -104,18 +104,6 @@ def since(rule) -> str:
     return f", after rising to {value:.6g} at step {j} ({ratio:.3g} times |L(0)| above L(0))"
 
 
-def _caller_outside_flows() -> int:
-    """`warnings.warn`'s stacklevel, for a warning issued in this module's caller, of the
-    first frame outside the `flows` package: the user's call, however many frames the public
-    function runs through (a fixed 4 pointed into `flows/games/_maps.py` for the game maps,
-    one frame deeper than `optimize` and `gradient_descent`)."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(2), 2  # the caller of this module's function: level 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def warn_diverged(name: str, eta: float, rule, k, verdict, limit: str) -> None:
     """The `DivergenceWarning` of a run called `name` (`gradient_descent`, `optimize`, the
     game maps), naming η, the excursion's step and loss; `limit` says which stability limit
@@ -132,7 +120,7 @@ def warn_diverged(name: str, eta: float, rule, k, verdict, limit: str) -> None:
         f"come back below {rule.growth:g} times within {rule.window} steps (it {then} at step "
         f"{k}); eta={eta} is above {limit}: reduce eta",
         DivergenceWarning,
-        stacklevel=_caller_outside_flows(),
+        stacklevel=user_stacklevel(),
     )
 
 
