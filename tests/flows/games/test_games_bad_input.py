@@ -117,3 +117,15 @@ def test_gda_flow_warnings_point_at_the_users_call():
     names = sorted(w.category.__name__ for w in caught)
     assert names == ["UndefinedObservableWarning", "ZeroGradientWarning"], names
     assert {w.filename for w in caught} == {__file__}
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [({"theta": "a"}, "^theta must be a number or a 1-D array of numbers, got 'a'"),
+     ({"psi": None}, "^psi must be a number or a 1-D array of numbers, got None"),
+     ({"theta": np.nan}, "^theta must be finite, got nan")],
+)  # fmt: skip
+def test_the_dirac_gan_start_is_refused_naming_theta_or_psi(kwargs, says):
+    # "could not convert string to float: 'a'", "None is not a valid value for jnp.array"
+    with pytest.raises(ValueError, match=says):
+        games.dirac_gan("gan", **kwargs)
