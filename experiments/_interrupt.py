@@ -9,6 +9,11 @@ never raises here. The signal's byte goes to a wakeup pipe, and a watcher thread
 - a second Ctrl-C stops at once: temporary files of writes in progress are removed, the same
   line is printed, and the process ends with `os._exit(130)`. Every file is written by a
   rename, so whatever is in the folder is whole.
+
+SIGTERM (`kill PID`, a batch scheduler ending the job, a container stopping) stops at once by
+the same path as a second Ctrl-C, with the same line and exit 143 (128 + 15): finished parts
+are kept and `--resume` continues. It used to end the process at Python's default with no
+line, leaving the temporaries of writes in progress.
 """
 
 import contextlib
@@ -56,13 +61,23 @@ def _on_sigint() -> None:
         )
         sys.stderr.flush()
         return
+    _stop_now(130)
+
+
+def _on_sigterm() -> None:
+    _STATE["count"] += 1
+    _stop_now(128 + signal.SIGTERM, "SIGTERM: ")
+
+
+def _stop_now(code: int, prefix: str = "") -> None:
+    """Remove the temporaries of writes in progress, print the line and end the process."""
     run = _STATE["run"]
     if run is not None and run.started:
         run.remove_temporaries()
-    sys.stderr.write(f"\n{line()}\n")
+    sys.stderr.write(f"\n{prefix}{line()}\n")
     sys.stderr.flush()
     _release_semaphores()
-    os._exit(130)
+    os._exit(code)
 
 
 def _release_semaphores() -> None:
@@ -95,12 +110,14 @@ def _watcher(fd: int) -> None:
                 return
             if byte == signal.SIGINT:
                 _on_sigint()
+            elif byte == signal.SIGTERM:
+                _on_sigterm()
 
 
 @contextlib.contextmanager
 def handling():
-    """Inside the block, SIGINT follows this module's rules (main thread only; elsewhere the
-    block does nothing)."""
+    """Inside the block, SIGINT and SIGTERM follow this module's rules (main thread only;
+    elsewhere the block does nothing)."""
     _STATE.update(count=0, run=None)
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -108,14 +125,16 @@ def handling():
     # SIGINT is held back while the handler is set up, and the watcher starts only after it:
     # a Ctrl-C in between (thread.start() waits for the thread, long under load) would meet
     # Python's own handler and end in a traceback. The byte waits in the pipe for the watcher.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         read, write = os.pipe()
         os.set_blocking(write, False)
         old_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
         old_handler = signal.signal(signal.SIGINT, lambda signum, frame: None)
+        old_term = signal.signal(signal.SIGTERM, lambda signum, frame: None)
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
     thread = threading.Thread(target=_watcher, args=(read,), daemon=True, name="gradflows-sigint")
     thread.start()
     try:
@@ -124,6 +143,7 @@ def handling():
         # After an interrupt the process is on its way out: a further Ctrl-C must not kill it
         # with a traceback while it exits with 130.
         signal.signal(signal.SIGINT, signal.SIG_IGN if _STATE["count"] else old_handler)
+        signal.signal(signal.SIGTERM, old_term)
         signal.set_wakeup_fd(old_fd)
         os.write(write, _STOP)
         thread.join(timeout=5)

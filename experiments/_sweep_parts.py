@@ -128,7 +128,10 @@ def write_part(folder: str, key: str, task: dict, out: dict, attempts: int) -> T
         write_json(path_json, {"key": key, "task": task, "record": out["record"],
                                "arrays": sorted(arrays), "stats": stats})  # fmt: skip
     except ValueError as e:  # a NaN in the record is never written as data
-        return TaskResult(key, task, None, {}, stats, error=f"cannot write its part: {e}")
+        # logged too: the failure line points at logs/<key>.log, which did not exist
+        error = f"cannot write its part: {e}"
+        log(folder, key, f"{error}\nrecord: {out['record']!r}\n")
+        return TaskResult(key, task, None, {}, stats, error=error)
     if os.path.exists(checkpoint_path(folder, key)):
         os.remove(checkpoint_path(folder, key))
     return dataclasses.replace(load_part(folder, key, task), resumed=False)

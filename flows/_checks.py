@@ -2,6 +2,8 @@
 
 import inspect
 import math
+import os
+import sys
 import warnings
 from collections.abc import Mapping
 
@@ -229,3 +231,15 @@ def check_loss(loss, params) -> None:
         f"loss must return one float scalar (shape ()), got {shapes or 'nothing'}; reduce "
         "per-example losses with a sum or a mean"
     )
+
+
+def user_stacklevel() -> int:
+    """`warnings.warn`'s stacklevel, for a warning issued in the caller of this function, of
+    the first frame outside the `flows` package: the user's call, however many frames the
+    public function runs through (a fixed count pointed into `flows/games/` for the game
+    maps and `gda_flow`, whose public functions sit one frame further out)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(2), 2  # the frame that calls warnings.warn is level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 
+from ._checks import user_stacklevel
+
 #: An excess L_k − L_0 above GROWTH·max(|L_0|, tiny) opens an excursion ...
 GROWTH = 1e3
 #: ... which is divergence if it has not come back below within WINDOW steps.
@@ -103,9 +105,9 @@ def since(rule) -> str:
 
 
 def warn_diverged(name: str, eta: float, rule, k, verdict, limit: str) -> None:
-    """The `DivergenceWarning` of a run called `name` (`gradient_descent`, `optimize`),
-    naming η, the excursion's step and loss; `limit` says which stability limit η is above.
-    Called two frames below the user's call."""
+    """The `DivergenceWarning` of a run called `name` (`gradient_descent`, `optimize`, the
+    game maps), naming η, the excursion's step and loss; `limit` says which stability limit
+    η is above. It points at the user's call, the first frame outside `flows`."""
     j, value = (verdict.step, verdict.value) if verdict is not None else rule.start
     then = (
         "became non-finite"
@@ -118,7 +120,7 @@ def warn_diverged(name: str, eta: float, rule, k, verdict, limit: str) -> None:
         f"come back below {rule.growth:g} times within {rule.window} steps (it {then} at step "
         f"{k}); eta={eta} is above {limit}: reduce eta",
         DivergenceWarning,
-        stacklevel=4,
+        stacklevel=user_stacklevel(),
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from models import partition
 
-from ._checks import check_finite, check_flag, check_loss, check_observables
+from ._checks import check_finite, check_flag, check_loss, check_observables, user_stacklevel
 from ._flat import FlatSpec, trainable_of
 from ._integrate import integrate
 from ._settings import SolveSettings, resolve_flow_inputs
@@ -84,7 +84,7 @@ def undefined_observables(ts: np.ndarray, observables: dict) -> dict:
                 f"{len(ts)} save times, first at t={undefined[name][0]:.6g}; the flow itself is "
                 f"finite (Trajectory.undefined[{name!r}] lists the times)",
                 UndefinedObservableWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
     return undefined
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _checkpoint
-from ._checks import check_flag
+from ._checks import check_flag, user_stacklevel
 from ._counting import Counter
 from ._failures import DTMIN_RELATIVE, MaxStepsReached, collapse_message, max_steps_advice
 from ._progress import progress_bar
@@ -115,7 +115,7 @@ def _warn_if_stationary(field, y0, y) -> None:
             "the start is a stationary point, or the loss is flat there (piecewise constant, "
             "e.g. jnp.round or a step function, has no useful gradient)",
             ZeroGradientWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 

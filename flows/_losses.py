@@ -1,7 +1,8 @@
 """Losses R(prediction, target) of the training objective.
 
 Each loss is a frozen, hashable object, so it can be a static field of a jitted vector field.
-Predictions and targets have shape `(n,)` (one output per input) or `(n, k)`. The squared,
+Predictions and targets have shape `(n,)` (one output per input) or `(n, k)`, as arrays or
+lists of numbers (anything else is a `TypeError` naming `predictions` or `targets`). The squared,
 logistic and exponential losses raise `ValueError` naming both shapes when the targets do
 not have the predictions' shape (a scalar target broadcasts) or the predictions are empty
 or 0-d;
@@ -17,6 +18,26 @@ import numpy as np
 
 def _reduce(values, reduction):
     return jnp.sum(values) if reduction == "sum" else jnp.mean(values)
+
+
+def _as_arrays(pred, target):
+    """(pred, target) as JAX arrays: a Python list or number is taken as an array (`pred -
+    target` on two lists was "unsupported operand type(s) for -: 'list' and 'list'", naming
+    neither); what is not numeric raises `TypeError` naming `predictions` or `targets`."""
+    out = []
+    for name, value in (("predictions", pred), ("targets", target)):
+        if not isinstance(value, jax.Array):
+            try:
+                value = jnp.asarray(value)
+            except (TypeError, ValueError) as e:
+                raise TypeError(
+                    f"{name} must be an array (or a list of numbers), got "
+                    f"{type(value).__name__} {str(value)[:40]}: {e}"
+                ) from None
+            if not jnp.issubdtype(value.dtype, jnp.number):
+                raise TypeError(f"{name} must hold numbers, got dtype {value.dtype}")
+        out.append(value)
+    return out
 
 
 def _check_shapes(pred, target) -> None:
@@ -118,6 +139,7 @@ class SquaredLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        pred, target = _as_arrays(pred, target)
         _check_shapes(pred, target)
         sq = 0.5 * jnp.reshape((pred - target) ** 2, (pred.shape[0], -1)).sum(axis=1)
         return _reduce(sq, self.reduction)
@@ -146,6 +168,7 @@ class LogisticLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        pred, target = _as_arrays(pred, target)
         _check_shapes(pred, target)
         _check_signs(target)
         return _reduce(jax.nn.softplus(-target * pred), self.reduction)
@@ -164,6 +187,7 @@ class ExponentialLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        pred, target = _as_arrays(pred, target)
         _check_shapes(pred, target)
         _check_signs(target)
         return _reduce(jnp.exp(-target * pred), self.reduction)
@@ -190,6 +214,7 @@ class CrossEntropyLoss:
         _check_reduction(self.reduction)
 
     def __call__(self, pred, target):
+        pred, target = _as_arrays(pred, target)
         if pred.ndim != 2:
             raise ValueError(f"cross-entropy needs logits of shape (n, k), got shape {pred.shape}")
         if pred.shape[1] < 2:  # softmax of one logit is 1: the loss was 0 for every network

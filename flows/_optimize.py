@@ -325,6 +325,8 @@ def run(
     gd = solver == "gradient_descent"
     optimizing = make_map is None and not gd
     advice = f"reduce eta (got {eta})"
+    if schedule is not None:  # the schedule sets the step: "reduce eta" alone misled
+        advice = f"reduce eta (got {eta}) or the schedule's step sizes (it sets each step)"
     advice += " or check the optimizer's hyperparameters" if optimizing else ""
     if limit is None:
         limit = "the stability limit 2/λ_max of the Hessian" if gd else "the optimizer's limit"

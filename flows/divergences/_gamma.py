@@ -139,7 +139,7 @@ def gamma(h, w, divergence="kl"):
     **Raises:** `ValueError` naming `divergence` if it is unknown or not of Legendre type
     ("tv"), naming `h` and `w` if their last axes differ, and outside `jit` naming `w` if it
     holds a negative or non-finite entry or does not sum to 1 (within `WEIGHT_SUM_TOL`), or
-    naming `h` if it holds NaN.
+    naming `h` if it holds NaN or ±∞.
 
     **Reference:** Terjék & González-Sánchez, AISTATS 2022 (arXiv 2105.14337), Sec. 3."""
     div = get(divergence, legendre=True)
@@ -156,9 +156,10 @@ def gamma(h, w, divergence="kl"):
 
 
 def _check_weights(h, w) -> None:
-    """Outside `jit`: w ≥ 0, finite, Σ w = 1, and h free of NaN. A weight vector summing to
+    """Outside `jit`: w ≥ 0, finite, Σ w = 1, and h finite. A weight vector summing to
     2 returned Γ + log 2 for KL (a silently different number), a negative or NaN weight was
-    dropped as if it were 0, all-zero weights gave -inf or NaN, and a NaN in h gave NaN."""
+    dropped as if it were 0, all-zero weights gave -inf or NaN, a NaN in h gave NaN, and
+    +∞ gave ∞ or NaN (−∞ gave −∞ for Jeffreys)."""
     if isinstance(w, jax.core.Tracer):
         return
     weights = np.asarray(w)
@@ -169,5 +170,8 @@ def _check_weights(h, w) -> None:
         raise ValueError(
             f"w must sum to 1 (a probability vector), got sum {total!r}; divide w by its sum"
         )
-    if not isinstance(h, jax.core.Tracer) and np.any(np.isnan(np.asarray(h))):
-        raise ValueError("h holds NaN")
+    if not isinstance(h, jax.core.Tracer):
+        values = np.asarray(h)
+        if not np.all(np.isfinite(values)):  # +∞ gave Γ = ∞ or NaN, −∞ −∞ for Jeffreys
+            count = int(np.sum(~np.isfinite(values)))
+            raise ValueError(f"h holds {count} non-finite entries (NaN or inf)")

@@ -26,13 +26,17 @@ _INF = jnp.inf
 
 
 def _nonneg(t):
-    """(t ≥ 0, t with negatives replaced by 1): the argument of f and its valid set."""
-    valid = t >= 0
+    """(0 ≤ t < ∞, t with the rest replaced by 1): the argument of f and where its formula
+    holds. Every f grows without bound, so f(+∞) = +∞ like f(t < 0); the formulas gave
+    ∞ − ∞ = NaN at t = +∞ (KL, reverse KL, Neyman χ², JS, triangular)."""
+    t = jnp.asarray(t, dtype=float)  # a Python list or a number: the `>=` below needs an array
+    valid = (t >= 0) & (t < _INF)
     return valid, jnp.where(valid, t, 1.0)
 
 
 def _positive(t):
-    valid = t > 0
+    t = jnp.asarray(t, dtype=float)
+    valid = (t > 0) & (t < _INF)
     return valid, jnp.where(valid, t, 1.0)
 
 
@@ -190,7 +194,7 @@ class Hellinger2(AbstractDivergence):
 
     def f_conj(self, s):
         valid, s = _below(s, 1.0)
-        return jnp.where(valid, s / (1.0 - s), _INF)
+        return jnp.where(valid, 1.0 / (1.0 - s) - 1.0, _INF)  # s/(1 − s): NaN at s = −∞
 
     def f_conj_grad(self, s):
         valid, s = _below(s, 1.0)
@@ -246,8 +250,10 @@ class Jeffreys(AbstractDivergence):
         return jnp.where(valid, (t - 1.0) * jnp.log(t), _INF)
 
     def f_conj(self, s):
+        # ω + 1/ω + s − 2 with ω + s − 1 = −log ω (ω + log ω = 1 − s): no ∞ − ∞ at s = −∞,
+        # where f* → −f(0) = −∞, and no cancellation of ω against s before it
         omega = wright_omega(1.0 - s)
-        return omega + 1.0 / omega + s - 2.0
+        return 1.0 / omega - jnp.log(omega) - 1.0
 
     def f_conj_grad(self, s):
         return 1.0 / wright_omega(1.0 - s)

@@ -24,7 +24,8 @@ def lambertw(z):
 
     **Arguments:** `z`: a float64 array of any shape.
 
-    **Returns:** W₀(z), the array's shape; NaN where z < −1/e (no real value) or z is NaN.
+    **Returns:** W₀(z), the array's shape; +∞ at z = +∞ (W grows like log z); NaN where
+    z < −1/e (no real value) or z is NaN.
     Accurate to a few ulps away from the branch point −1/e (tested against
     `scipy.special.lambertw` to 1e-14 relative); W′ is infinite at −1/e, so there the
     accuracy follows that of z + 1/e.
@@ -33,7 +34,8 @@ def lambertw(z):
     Adv. Comput. Math. 5 (1996), Halley's iteration eq. 5.9."""
     z = jnp.asarray(z, dtype=float)
     valid = z >= -1.0 / jnp.e
-    zs = jnp.where(valid, z, 0.0)
+    infinite = z == jnp.inf  # the start's log(log z)/log z was inf/inf = NaN
+    zs = jnp.where(valid & ~infinite, z, 0.0)
 
     def step(_, w):
         ew = jnp.exp(w)
@@ -45,6 +47,7 @@ def lambertw(z):
 
     w = jax.lax.fori_loop(0, _HALLEY_STEPS, step, _lambertw_start(zs))
     w = jnp.where(zs == -1.0 / jnp.e, -1.0, w)
+    w = jnp.where(infinite, jnp.inf, w)
     return jnp.where(valid, w, jnp.nan)
 
 
@@ -54,13 +57,16 @@ def wright_omega(x):
 
     **Arguments:** `x`: a float64 array of any shape.
 
-    **Returns:** ω(x), the array's shape (0 where eˣ underflows, x < −745); tested against
+    **Returns:** ω(x), the array's shape (0 where eˣ underflows, x < −745; +∞ at x = +∞,
+    where ω(x) ~ x; NaN only where x is NaN); tested against
     `scipy.special.wrightomega` to 1e-14 relative.
 
     **Reference:** Lawrence, Corless & Jeffrey, "Algorithm 917: Complex double-precision
     evaluation of the Wright ω function", ACM TOMS 38 (2012); Halley's iteration on
     w + log w − x."""
     x = jnp.asarray(x, dtype=float)
+    infinite = x == jnp.inf  # the start x − log x was inf − inf = NaN
+    x = jnp.where(infinite, 0.0, x)
     start = jnp.where(
         x < -1.0,
         jnp.exp(jnp.minimum(x, -1.0)),
@@ -77,4 +83,4 @@ def wright_omega(x):
         new = ws - 2.0 * g * ws * (1.0 + ws) / (2.0 * (1.0 + ws) ** 2 + g)
         return jnp.where(w > 0, new, w)
 
-    return jax.lax.fori_loop(0, _HALLEY_STEPS, step, start)
+    return jnp.where(infinite, jnp.inf, jax.lax.fori_loop(0, _HALLEY_STEPS, step, start))

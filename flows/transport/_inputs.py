@@ -45,8 +45,14 @@ def check_cost(cost, n: int, m: int):
 
 
 def check_eps(eps):
-    """ε > 0 and finite (checked when concrete)."""
+    """ε > 0 and finite (checked when concrete), one number: a concrete array of several ε
+    failed deep inside with "Incompatible shapes for broadcasting" (vmap over ε instead)."""
     if _concrete(eps) and jnp.ndim(eps) == 0:
         return check_positive("eps", eps)
+    if _concrete(eps):
+        raise ValueError(
+            f"eps must be one number, got an array of shape {jnp.shape(eps)} "
+            "(for several ε, call once per ε or jax.vmap over it)"
+        )
     check_float64("eps", eps)
     return eps

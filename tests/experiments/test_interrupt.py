@@ -8,6 +8,8 @@ half, tests/experiments/test_interrupt_resume.py, a file of its own so that pyte
 """
 
 import json
+import os
+import signal
 import time
 
 import pytest
@@ -87,3 +89,47 @@ def test_a_second_interrupt_leaves_no_leaked_semaphores_for_the_resource_tracker
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == "interrupted before the run folder was made: nothing to keep", lines
     assert not [line for line in lines if "leaked" in line or "Traceback" in line], lines
+
+
+def test_sigterm_stops_at_once_keeping_finished_parts(tmp_path):
+    # SIGTERM (kill, a batch scheduler) used to end the run at Python's default: no line, and
+    # a folder the user could not tell from a fresh one (eos: config.json alone). The folder
+    # it leaves is the one a second Ctrl-C leaves, whose --resume test_interrupt_resume.py runs
+    first, folder, proc = start_run("eos", tmp_path)
+    wait_for(folder / first, proc)
+    time.sleep(0.5)  # the run notes what it keeps just after writing the file
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=240)
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode == 143, err
+    assert last.startswith("SIGTERM: ") and "Traceback" not in err, err
+    assert_says_what_it_keeps(last.removeprefix("SIGTERM: "), folder, "eos")
+    assert "finished" in last
+    no_temporaries(folder)
+    assert os.path.exists(folder / first)
+
+
+TERMINATED = """
+import os, signal, time
+from experiments import _interrupt
+with _interrupt.handling():
+    print("ready", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)  # SIGTERM ends the process before this
+"""
+
+
+def test_sigterm_before_the_folder_exists_exits_143_with_one_line():
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    proc = subprocess.run(
+        [sys.executable, "-c", TERMINATED], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 143 and proc.stdout == "ready\n", proc.stderr
+    assert (
+        proc.stderr.strip()
+        == "SIGTERM: interrupted before the run folder was made: nothing to keep"
+    )

@@ -29,6 +29,7 @@ def test_a_loss_that_stays_1e3_times_above_warns_once_naming_eta_the_step_and_th
         )
     caught = [w for w in caught if issubclass(w.category, flows.DivergenceWarning)]
     assert len(caught) == 1  # besides, S = 2 > 2/η = 1.33: one EdgeOfStabilityWarning
+    assert caught[0].filename == __file__  # the user's call
     message = str(caught[0].message)
     assert "rose from 0.64 to 655.36 by step 5 (t=7.5)" in message, message
     assert "within 100 steps (it was 1.05312e+63 at step 105); eta=1.5" in message, message

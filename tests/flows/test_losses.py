@@ -156,3 +156,27 @@ def test_cross_entropy_refuses_empty_logits_naming_the_shape(reduction, target):
     loss = flows.CrossEntropyLoss(reduction)
     with pytest.raises(ValueError, match=r"logits of shape \(0, 3\) are empty"):
         loss(jnp.zeros((0, 3)), jnp.zeros(target, dtype=int if len(target) == 1 else float))
+
+
+LOSSES = [flows.SquaredLoss(), flows.LogisticLoss(), flows.ExponentialLoss()]
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda loss: type(loss).__name__)
+def test_python_lists_are_taken_as_arrays(loss):
+    # lists gave "unsupported operand type(s) for -: 'list' and 'list'", naming neither
+    pred, target = [0.3, -1.2, 2.0], [1.0, -1.0, -1.0]
+    assert float(loss(pred, target)) == float(loss(jnp.array(pred), jnp.array(target)))
+    logits, labels = [[0.3, -1.2], [2.0, 0.5]], [1, 0]
+    ce = flows.CrossEntropyLoss()
+    assert float(ce(logits, labels)) == float(ce(jnp.array(logits), jnp.array(labels)))
+
+
+@pytest.mark.parametrize(
+    "pred, target, name",
+    [(["a", "b"], [1.0, 1.0], "predictions"), ([1.0, 1.0], None, "targets"),
+     ([[1.0], [1.0, 2.0]], [1.0, 1.0], "predictions")],
+)  # fmt: skip
+@pytest.mark.parametrize("loss", [*LOSSES, flows.CrossEntropyLoss()], ids=lambda x: x.__repr__())
+def test_what_is_not_an_array_of_numbers_is_refused_naming_the_argument(loss, pred, target, name):
+    with pytest.raises(TypeError, match=f"^{name} must "):
+        loss(pred, target)

@@ -110,6 +110,30 @@ def test_wright_omega_matches_scipy_to_1e_14_without_overflow():
     np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=1e-14, atol=0)
 
 
+def test_lambertw_and_wright_omega_are_infinite_at_infinity():
+    # both were NaN at +∞ (their starts took inf − inf); W′ and ω′ vanish there
+    assert float(D.lambertw(np.inf)) == np.inf
+    assert float(D.wright_omega(np.inf)) == np.inf
+    assert float(D.wright_omega(-np.inf)) == 0.0
+    assert float(jax.grad(D.lambertw)(np.inf)) == 0.0
+    assert np.isnan(float(D.lambertw(-np.inf)))  # below −1/e: no real value, as documented
+
+
+# f*(s) → −f(0) as s → −∞ (the sup of st − f(t) moves to t = 0)
+F_AT_0 = {"kl": 1.0, "reverse_kl": np.inf, "chi2": 1.0, "reverse_chi2": np.inf}
+F_AT_0 |= {"hellinger2": 1.0, "js": np.log(2.0), "jeffreys": np.inf, "triangular": 1.0}
+F_AT_0 |= {"tv": 0.5}
+
+
+@pytest.mark.parametrize("name", D.DIVERGENCES)
+def test_generators_take_their_limits_at_infinity_not_nan(name):
+    div = D.get(name)
+    assert float(div.f(np.inf)) == np.inf  # NaN (∞ − ∞) for KL, reverse KL, Neyman, JS, ...
+    assert float(div.f_conj(-np.inf)) == -F_AT_0[name]  # NaN for Hellinger and Jeffreys
+    assert float(div.f_conj_grad(-np.inf)) == 0.0
+    np.testing.assert_array_equal(div.f([0.5, 2.0]), div.f(jnp.array([0.5, 2.0])))  # a list
+
+
 def _random_row(seed, n=40, scale=3.0):
     rng = np.random.default_rng(seed)
     w = rng.random(n)
@@ -205,8 +229,10 @@ def test_gamma_refuses_weights_that_are_not_a_probability_vector(w, match):
 
 
 def test_gamma_refuses_nan_h_and_accepts_weights_summing_to_1_within_round_off():
-    with pytest.raises(ValueError, match="h holds NaN"):
-        D.gamma(jnp.array([np.nan, 0.0, 1.0]), jnp.ones(3) / 3)
+    for bad in (np.nan, np.inf, -np.inf):  # +∞ gave ∞ or NaN, −∞ gave −∞ for Jeffreys
+        for name in ("kl", "jeffreys"):
+            with pytest.raises(ValueError, match=r"h holds 1 non-finite entries \(NaN or inf\)"):
+                D.gamma(jnp.array([bad, 0.0, 1.0]), jnp.ones(3) / 3, name)
     n = 1000
     h = jnp.linspace(-1.0, 1.0, n)
     w = np.full(n, 0.1 / n * 10)  # sums to 1 within round-off, not exactly

@@ -99,6 +99,33 @@ def test_divergent_map_warns_naming_the_map_and_its_limit_and_no_edge_warning():
         )  # fmt: skip
     said = [(w.category.__name__, str(w.message)) for w in caught]
     assert [kind for kind, _ in said] == ["DivergenceWarning"]
+    assert caught[0].filename == __file__  # the user's call, not flows/games/_maps.py
     message = said[0][1]
     assert message.startswith("SimGD diverges: the loss rose from 0.75 to 768 by step 5 (t=7.5)")
     assert "eta=1.5 is above the stability limit of this map at the current point" in message
+
+
+def test_gda_flow_warnings_point_at_the_users_call():
+    # ZeroGradientWarning and UndefinedObservableWarning pointed into flows/games/_flow.py
+    import warnings
+
+    flat = lambda g, d: jnp.sum(g * 0.0) + jnp.sum(d * 0.0)  # noqa: E731
+    undefined = {"log": lambda pair: jnp.log(-1.0 - pair[0][0] ** 2)}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        games.gda_flow(flat, (jnp.ones(1), jnp.ones(1)), 1.0, observables=undefined)
+    names = sorted(w.category.__name__ for w in caught)
+    assert names == ["UndefinedObservableWarning", "ZeroGradientWarning"], names
+    assert {w.filename for w in caught} == {__file__}
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [({"theta": "a"}, "^theta must be a number or a 1-D array of numbers, got 'a'"),
+     ({"psi": None}, "^psi must be a number or a 1-D array of numbers, got None"),
+     ({"theta": np.nan}, "^theta must be finite, got nan")],
+)  # fmt: skip
+def test_the_dirac_gan_start_is_refused_naming_theta_or_psi(kwargs, says):
+    # "could not convert string to float: 'a'", "None is not a valid value for jnp.array"
+    with pytest.raises(ValueError, match=says):
+        games.dirac_gan("gan", **kwargs)
