@@ -15,9 +15,9 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ..divergences import AbstractDivergence, get
-from ..divergences._gamma import solve_gamma
 from ..divergences._generators import KL
 from ._inputs import check_cost, check_eps, check_weights
+from ._loops import kl_loop, newton_loop
 
 
 class SinkhornNotConverged(RuntimeError):
@@ -62,57 +62,18 @@ class SinkhornResult(eqx.Module):
     iterations: Int[Array, ""]
 
 
-def _c_transform(div, potential, cost, eps, weights, previous):
-    """The potential of the other side: −ε Γ_w((potential − cost)/ε) row by row of `cost`
-    (rows indexed by the new potential), warm-started from `previous`."""
-    h = (potential[None, :] - cost) / eps
-    if isinstance(div, KL):
-        used = weights > 0
-        lse = jax.nn.logsumexp(
-            jnp.where(used, h, -jnp.inf), b=jnp.where(used, weights, 1.0), axis=1
-        )
-        return -eps * lse
-    gamma, _ = jax.vmap(lambda row, guess: solve_gamma(div, row, weights, guess))(
-        h, -previous / eps
-    )
-    return -eps * gamma
-
-
 def _arguments(u, v, cost, eps):
     return (u[:, None] + v[None, :] - cost) / eps
 
 
-def _row_error(div, a, b, u_old, u_new, v, cost, eps):
-    """‖π1 − a‖₁ for the plan of (u_old, v): for KL, exactly a_i(e^{(u_old − u_new)/ε} − 1)
-    (the c-transform is a logsumexp); else the row sums."""
-    if isinstance(div, KL):
-        mass = jnp.exp((u_old - u_new) / eps)
-    else:
-        mass = jnp.sum(b[None, :] * div.f_conj_grad(_arguments(u_old, v, cost, eps)), axis=1)
-    return jnp.sum(a * jnp.abs(mass - 1.0))
-
-
 @eqx.filter_jit
 def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
-    """Alternating c-transforms until the row error of the plan (u, v) (whose columns are
-    exact, v being the c-transform of u) is ≤ tol, or max_iters pairs. Returns (u, v,
-    iterations, error)."""
-    costT = cost.T
-
-    def cond(state):
-        _, _, it, err = state
-        return (err > tol) & (it < max_iters)
-
-    def body(state):
-        u, v, it, _ = state
-        u_new = _c_transform(div, v, cost, eps, b, u)
-        err = _row_error(div, a, b, u, u_new, v, cost, eps)
-        v_new = _c_transform(div, u_new, costT, eps, a, v)
-        return u_new, v_new, it + 1, err
-
-    # the first v from u: the loop's invariant (exact columns) holds from the start
-    v = _c_transform(div, u, costT, eps, a, v)
-    return jax.lax.while_loop(cond, body, (u, v, jnp.asarray(0), jnp.asarray(jnp.inf)))
+    """Iterate from (u, v) until the L1 marginal error of the plan is ≤ tol (one marginal is
+    exact after each iteration: the columns for KL, the rows for the others), or max_iters
+    iterations. Returns (u, v, iterations, error)."""
+    if isinstance(div, KL):
+        return kl_loop(a, b, cost, eps, u, v, tol, max_iters)
+    return newton_loop(div, a, b, cost, eps, u, v, tol, max_iters)
 
 
 @eqx.filter_jit
