@@ -93,11 +93,11 @@ def _column_error(div, a, b, cost, eps, u, v):
 
 
 def _newton_step(div, a, b, cost, eps, u, v, damping=0.0):
-    """(v + δ, u − Wδ/(W1)): δ = ε (S + λ diag S)⁻¹ (b − πᵀ1) (by Jacobi-preconditioned CG), with S the semi-dual's Hessian
-    (× −ε), made definite along its null vector 1 (a shift of v that the rows' c-transform
-    undoes) by adding mean(diag S) on 11ᵀ/m, and the first-order change of the rows'
-    c-transform (the implicit derivative of Γ) as the warm start of the next one; (v, u)
-    where the solve is not finite."""
+    """(v + δ, u − Wδ/(W1)): δ = ε (S + λ diag S)⁻¹ (b − πᵀ1) by Jacobi-preconditioned CG,
+    with S the semi-dual's Hessian (× −ε), made definite along its null vector 1 (a shift
+    of v that the rows' c-transform undoes) by adding mean(diag S) on 11ᵀ/m; the second
+    part is the first-order change of the rows' c-transform (the implicit derivative of Γ),
+    the warm start of the next one. δ = 0 where the solve is not finite."""
     plan, w = _parts(div, a, b, cost, eps, u, v)
     residual = b - plan.sum(0)
     row = w.sum(1)
@@ -111,7 +111,8 @@ def _newton_step(div, a, b, cost, eps, u, v, damping=0.0):
 
     positive = jnp.where(scale > 0, scale, 1.0)
     operator = lx.FunctionLinearOperator(schur, residual, lx.positive_semidefinite_tag)
-    jacobi = lx.FunctionLinearOperator(lambda x: x / positive, residual, lx.positive_semidefinite_tag)
+    tag = lx.positive_semidefinite_tag
+    jacobi = lx.FunctionLinearOperator(lambda x: x / positive, residual, tag)
     solution = lx.linear_solve(
         operator, residual, CG, options={"preconditioner": jacobi}, throw=False
     )
