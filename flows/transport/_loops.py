@@ -122,40 +122,43 @@ def _newton_step(div, a, b, cost, eps, u, v, damping=0.0):
 
 
 def newton_loop(div, a, b, cost, eps, u, v, tol, max_iters):
-    """Damped (Levenberg–Marquardt) Newton steps on the semi-dual, each falling back to a
-    Sinkhorn pair where it does not lower the column error, until the column error of (u, v)
-    (exact rows) is ≤ tol. The damping λ (S + λ diag S) is divided by 3 after a kept step and
-    multiplied by 4 after a rejected one."""
+    """Damped (Levenberg–Marquardt) Newton steps on the semi-dual until the column error of
+    (u, v) (exact rows) is ≤ tol. A Newton step is kept if it raises the (concave) dual or,
+    near the optimum where the dual's changes fall below round-off, lowers the error;
+    otherwise the next iteration is a Sinkhorn pair. The damping λ (S + λ diag S) is divided
+    by 3 after a kept step and multiplied by 4 after a rejected one. Each iteration is one
+    candidate v (Newton or the columns' c-transform) and one rows' c-transform, so that the
+    loop compiles one copy of each."""
     costT = cost.T
 
-    def rows(v, u):
-        return c_transform(div, v, cost, eps, b, u)
-
     def cond(state):
-        _, _, it, err, _, _ = state
-        return (err > tol) & (it < max_iters)
+        return (state[3] > tol) & (state[2] < max_iters)
 
     def body(state):
-        u, v, it, err, value, damping = state
-        v_newton, guess = _newton_step(div, a, b, cost, eps, u, v, damping)
-        u_newton = rows(v_newton, guess)
-        err_newton, value_newton = _column_error(div, a, b, cost, eps, u_newton, v_newton)
+        u, v, it, err, value, damping, newton = state
+        v_new, guess = jax.lax.cond(
+            newton,
+            lambda: _newton_step(div, a, b, cost, eps, u, v, damping),
+            lambda: (c_transform(div, u, costT, eps, a, v), u),
+        )
+        u_new = c_transform(div, v_new, cost, eps, b, guess)
+        err_new, value_new = _column_error(div, a, b, cost, eps, u_new, v_new)
+        better = ((value_new > value) | (err_new < err)) & jnp.isfinite(value_new)
+        kept = ~newton | better
+        pick = lambda new, old: jnp.where(kept, new, old)  # noqa: E731
+        damping = jnp.where(newton, jnp.where(better, damping / 3, damping * 4), damping)
+        return (
+            pick(u_new, u),
+            pick(v_new, v),
+            it + 1,
+            pick(err_new, err),
+            pick(value_new, value),
+            damping,
+            ~newton | better,
+        )
 
-        def sinkhorn_pair():
-            v_new = c_transform(div, u, costT, eps, a, v)
-            u_new = rows(v_new, u)
-            return (u_new, v_new, *_column_error(div, a, b, cost, eps, u_new, v_new), damping * 4)
-
-        # kept if it raises the (concave) dual, or, near the optimum where the dual's changes
-        # fall below round-off, if it lowers the error
-        kept = (value_newton > value) | (err_newton < err)
-        kept = kept & jnp.isfinite(value_newton)
-        newton = (u_newton, v_newton, err_newton, value_newton, damping / 3)
-        u, v, err, value, damping = jax.lax.cond(kept, lambda: newton, sinkhorn_pair)
-        return u, v, it + 1, err, value, damping
-
-    u = rows(v, u)
+    u = c_transform(div, v, cost, eps, b, u)
     err, value = _column_error(div, a, b, cost, eps, u, v)
-    state = (u, v, jnp.asarray(0), err, value, jnp.asarray(DAMPING))
-    u, v, it, err, _, _ = jax.lax.while_loop(cond, body, state)
+    state = (u, v, jnp.asarray(0), err, value, jnp.asarray(DAMPING), jnp.asarray(True))
+    u, v, it, err, *_ = jax.lax.while_loop(cond, body, state)
     return u, v, it, err

@@ -69,11 +69,24 @@ def _arguments(u, v, cost, eps):
 @eqx.filter_jit
 def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
     """Iterate from (u, v) until the L1 marginal error of the plan is ≤ tol (one marginal is
-    exact after each iteration: the columns for KL, the rows for the others), or max_iters
-    iterations. Returns (u, v, iterations, error)."""
+    exact after each iteration: the columns for KL's Sinkhorn, the rows for the Newton
+    iterations), or max_iters iterations (KL: 2 max_iters). Returns (u, v, iterations,
+    error)."""
     if isinstance(div, KL):
-        return kl_loop(a, b, cost, eps, u, v, tol, max_iters)
+        # Sinkhorn, fastest per iteration; where it stops at max_iters (small ε), Newton
+        # steps take over for at most as many iterations again
+        u, v, done, error = kl_loop(a, b, cost, eps, u, v, tol, max_iters)
+        return jax.lax.cond(
+            error > tol,
+            lambda: _more(newton_loop(div, a, b, cost, eps, u, v, tol, max_iters), done),
+            lambda: (u, v, done, error),
+        )
     return newton_loop(div, a, b, cost, eps, u, v, tol, max_iters)
+
+
+def _more(state, done):
+    u, v, it, error = state
+    return u, v, it + done, error
 
 
 @eqx.filter_jit
@@ -129,8 +142,14 @@ def sinkhorn(
     """Solve OT_{ε,f}(a, b) = min_{π ∈ Π(a,b)} Σ c_ij π_ij + ε Σ a_i b_j f(π_ij/(a_i b_j)) by the
     generalised Sinkhorn algorithm, in float64.
 
-    Alternates u_i = −ε Γ_b((v − c_i·)/ε) and v_j = −ε Γ_a((u − c_·j)/ε) (see
-    `flows.divergences.gamma`) until ‖π1 − a‖₁ ≤ tol (the columns are exact after each pair).
+    The c-transforms are u_i = −ε Γ_b((v − c_i·)/ε) and v_j = −ε Γ_a((u − c_·j)/ε) (see
+    `flows.divergences.gamma`). KL alternates them (log-domain Sinkhorn) until ‖π1 − a‖₁ ≤
+    tol, the columns being exact after each pair. Every other f (and KL where Sinkhorn stops
+    at `max_iters`) takes damped Newton steps on the semi-dual v ↦ D(u(v), v), whose Hessian
+    system is solved by conjugate gradients, each kept when it raises the dual or lowers the
+    error and otherwise followed by a Sinkhorn pair, until ‖πᵀ1 − b‖₁ ≤ tol with exact rows:
+    the alternating scheme alone needs thousands of pairs at ε = 1e-2 for the f with
+    f′(∞) < ∞ (reverse KL, Neyman, Hellinger, JS, triangular).
     Works under `jit`, `vmap` and `grad`: differentiate `result.dual`, whose gradient in the
     cost is the plan (the envelope theorem), so that ∇_{x_i} OT = Σ_j π_ij ∇_x c(x_i, y_j).
 
@@ -140,11 +159,12 @@ def sinkhorn(
     - `eps`: ε > 0, the regularisation strength (units of the cost).
     - `divergence`: a name in `flows.divergences.DIVERGENCES` other than "tv", or a generator.
     - `tol`: the L1 marginal error to reach.
-    - `max_iters`: the most c-transform pairs per ε stage.
+    - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps) per ε stage; KL: as
+      many Sinkhorn pairs, then as many Newton iterations.
     - `init`: potentials `(u (n,), v (m,))` to warm-start from (default zeros).
     - `eps_schedule`: ε-scaling: decreasing values above `eps`, each solved (to `tol`, or
-      `max_iters` pairs) and warm-starting the next, before `eps` itself; small ε converges
-      in fewer iterations this way, and some f only this way.
+      `max_iters`) and warm-starting the next, before `eps` itself; from a warm start the
+      Newton steps converge quadratically (e.g. [1, 0.3, 0.1, 0.03] before 1e-2).
 
     **Returns:** a `SinkhornResult` (plan, u, v, primal, dual, gap, marginal_error,
     iterations).
@@ -157,7 +177,8 @@ def sinkhorn(
 
     **Reference:** Terjék & González-Sánchez, "Optimal transport with f-divergence
     regularization and generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337),
-    Alg. 1 and Thm 3."""
+    Alg. 1 and Thm 3; the Newton steps as in Brauer, Clason, Lorenz & Wirth, "A Sinkhorn–Newton
+    method for entropic optimal transport" (arXiv 1710.06635)."""
     div = get(divergence, legendre=True)
     a = check_weights("a", a)
     b = check_weights("b", b)
