@@ -200,13 +200,14 @@ FIGURES = {
 }
 
 
-def benchmark_rows() -> str:
-    """Every row of `benchmarks/results.json`, one table per case (its title a heading, its
-    commands under it): size, value, goal, both sides, note, date."""
+def benchmark_rows(case: str | None = None) -> str:
+    """Every row of `benchmarks/results.json` (or those of one `case`), one table per case
+    (its title a heading, its commands under it): size, value, goal, both sides, note, date."""
     data = _read("results.json")
     cases = {}
     for r in sorted(data["rows"], key=lambda r: (int(r["title"].split(".")[0]), r["params"] or 0)):
-        cases.setdefault(r["title"], []).append(r)
+        if case is None or r["case"] == case:
+            cases.setdefault(r["title"], []).append(r)
     header = ("p", "measured", "value", "goal (met)", "gradflows", "other side", "note, date")
     parts = []
     for title, rows in cases.items():
@@ -303,6 +304,7 @@ TABLES = {
     "headline_table": headline_table,
     "headline_commands": headline_commands,
     "benchmark_rows": benchmark_rows,
+    "transport_rows": lambda: benchmark_rows("transport"),
     "benchmark_run": benchmark_run,
     "filippov_rows": filippov_rows,
     "sweep_run": sweep_run,

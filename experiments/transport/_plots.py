@@ -124,12 +124,12 @@ def plot(folder: str) -> list[str]:
         arrays = {k: saved[k] for k in saved.files}
     figures = {
         "iterations_vs_eps": _per_eps_figure(
-            res, config, "iterations", "c-transform pairs to the tolerance (all ε stages)",
-            "Iterations grow as ε falls; the f with f′(∞) < ∞ stop converging first (×)", True,
+            res, config, "iterations", "iterations to the tolerance (all ε stages)",
+            "Iterations grow as ε falls (KL: Sinkhorn pairs; the others: Newton steps)", True,
         ),
         "sparsity_vs_eps": _per_eps_figure(
             res, config, "nonzero_fraction", "fraction of nonzero entries of π",
-            "χ² plans gain exact zeros as ε falls; the dense f stay at 100 %", False,
+            "χ² and triangular plans gain exact zeros as ε falls; the others stay dense", False,
         ),
         "plans": _plans_figure(arrays, res, config),
         "particle_flow": _flow_figure(arrays, res, config),

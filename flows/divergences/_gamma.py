@@ -3,8 +3,9 @@
 
 KL has the closed form log Σ_j w_j e^{h_j} (logsumexp); Pearson χ² is exact by sorting (the
 root is the largest of the candidate roots of the top-k sets); every other f uses Newton's
-method on log Σ_j w_j (f*)′(h_j − γ) = 0 inside a bracket [lo, hi] that always holds the root,
-falling back to bisection whenever a Newton step leaves it or is not finite, to 1e-14
+method on F(γ) = Σ_j w_j (f*)′(h_j − γ) = 1 inside a bracket [lo, hi] that always holds the root,
+with the residual F^q − 1 for a power q per f that makes it nearly linear (log F for KL-like
+f), falling back to bisection whenever a Newton step leaves it or is not finite, to 1e-14
 relative, inside `lax.while_loop`.
 """
 
@@ -18,16 +19,17 @@ from ._generators import KL, AbstractDivergence, Chi2, get
 
 TOL = 1e-14  # relative step (and bracket width) at which the Newton iteration stops
 MAX_STEPS = 200  # a bisection alone reaches 1e-14 relative from any bracket in < 110
+TOWARD_LO = 1.0 / 32  # the fraction of γ − lo kept by a Newton step that left the bracket at lo
 #: How far Σ w may lie from 1 (n weights 1/n sum to 1 within n·eps: 1e-8 allows n ~ 1e7).
 WEIGHT_SUM_TOL = 1e-8
 
 
 def _sums(div, h, w, gamma):
     """Σ w (f*)′(h − γ) and Σ w (f*)″(h − γ) over the entries with w > 0."""
-    s = h - gamma
+    grad, hess = div.f_conj_grad_hess(h - gamma)
     used = w > 0
-    first = jnp.sum(jnp.where(used, w * div.f_conj_grad(s), 0.0), axis=-1)
-    second = jnp.sum(jnp.where(used, w * div.f_conj_hess(s), 0.0), axis=-1)
+    first = jnp.sum(jnp.where(used, w * grad, 0.0), axis=-1)
+    second = jnp.sum(jnp.where(used, w * hess, 0.0), axis=-1)
     return first, second
 
 
@@ -40,7 +42,7 @@ def bracket(div, h, w):
     return jnp.maximum(low, hi - div.f_prime_inf), hi
 
 
-def _newton(div, h, w, guess):
+def newton_gamma(div, h, w, guess=None):
     """(γ, steps) for one row h (n,), weights w (n,), from `guess` (or the weighted mean,
     where the sum is ≥ 1 by Jensen's inequality, (f*)′ being convex)."""
     lo, hi = bracket(div, h, w)
@@ -58,19 +60,35 @@ def _newton(div, h, w, guess):
         residual = jnp.log(first)  # > 0: the root lies to the right
         lo = jnp.where(residual > 0, gamma, lo)
         hi = jnp.where(residual < 0, gamma, hi)
-        newton = residual * first / second
+        newton = _increment(div.gamma_power, first, second, residual)
         scale = TOL * jnp.maximum(1.0, jnp.abs(gamma))
         # a step below the tolerance ends it (round-off may put it a hair outside the bracket)
         done = (residual == 0) | (jnp.abs(newton) <= scale) | (hi - lo <= scale)
         candidate = gamma + jnp.where(residual == 0, 0.0, newton)
         inside = jnp.isfinite(candidate) & (candidate > lo) & (candidate < hi)
-        candidate = jnp.where(inside | done, candidate, 0.5 * (lo + hi))
+        # a step past lo (the pole of (f*)′, for most f) goes most of the way to lo instead:
+        # left of the root Newton on the concave F^q is monotone, and near the pole F^q is
+        # nearly linear
+        left = jnp.isfinite(candidate) & (candidate <= lo)
+        fallback = jnp.where(left, lo + TOWARD_LO * (gamma - lo), 0.5 * (lo + hi))
+        candidate = jnp.where(inside | done, candidate, fallback)
         candidate = jnp.where(jnp.isfinite(candidate), candidate, gamma)
         return candidate, lo, hi, steps + 1, done
 
     state = (start, lo, hi, jnp.asarray(0), jnp.asarray(False))
     gamma, _, _, steps, _ = jax.lax.while_loop(cond, body, state)
     return gamma, steps
+
+
+def _increment(power, first, second, log_first):
+    """The Newton step in γ on F^q = 1 (on log F = 1 for q = 0), F = Σ w (f*)′(h − γ),
+    F′ = −Σ w (f*)″(h − γ): F (1 − F^(−q)) / (q Σ w (f*)″), which tends to F log F / Σ w (f*)″
+    as q → 0. With q chosen per f (`gamma_power`) F^q is nearly linear in γ: from a warm
+    start two or three steps reach round-off, where Newton on log F near the pole of
+    (f*)′ overshot out of the bracket into bisection."""
+    if power == 0:
+        return log_first * first / second
+    return first * -jnp.expm1(-power * log_first) / (power * second)
 
 
 def _chi2_sorted(h, w):
@@ -98,7 +116,7 @@ def solve_gamma(div: AbstractDivergence, h, w, guess=None):
         ), jnp.asarray(0)
     if isinstance(div, Chi2):
         return _chi2_sorted(h, w), jnp.asarray(0)
-    return _newton(div, h, w, guess)
+    return newton_gamma(div, h, w, guess)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))

@@ -52,17 +52,22 @@ class AbstractDivergence(eqx.Module):
 
     Class attributes: `name` (the registry name), `f_prime_0` = f′(0⁺) (−∞ when the plan is
     always dense; finite: (f*)′ = 0 below it), `f_prime_inf` = f′(∞) = sup dom f* (+∞ when f*
-    is finite everywhere), `legendre` (whether f is of Legendre type, strictly convex and
+    is finite everywhere), `gamma_power` (the power q that makes F(γ)^q, F(γ) =
+    Σ_j w_j (f*)′(h_j − γ), close to linear in γ, for the Newton solve of Γ: 0 means log F,
+    the exact choice for KL; −1/p for a pole (1 − s)^(−p) of (f*)′; 1 for χ², whose F is
+    piecewise linear), `legendre` (whether f is of Legendre type, strictly convex and
     differentiable, which the generalised Sinkhorn algorithm needs; only "tv" is not).
 
     Methods, elementwise on float64 arrays: `f(t)`, `f_conj(s)` = f*(s), `f_conj_grad(s)`
-    = (f*)′(s) = (f′)⁻¹(s), `f_conj_hess(s)` = (f*)″(s) = 1/f″((f*)′(s)).
+    = (f*)′(s) = (f′)⁻¹(s), `f_conj_hess(s)` = (f*)″(s) = 1/f″((f*)′(s)), and
+    `f_conj_grad_hess(s)` = both at once.
     """
 
     name: eqx.AbstractClassVar[str]
     f_prime_0: eqx.AbstractClassVar[float]
     f_prime_inf: eqx.AbstractClassVar[float]
     legendre: eqx.AbstractClassVar[bool]
+    gamma_power: eqx.AbstractClassVar[float]
 
     def f(self, t):
         raise NotImplementedError
@@ -75,6 +80,10 @@ class AbstractDivergence(eqx.Module):
 
     def f_conj_hess(self, s):
         raise NotImplementedError
+
+    def f_conj_grad_hess(self, s):
+        """((f*)′(s), (f*)″(s)) together: one pass where they share work (Jeffreys' ω)."""
+        return self.f_conj_grad(s), self.f_conj_hess(s)
 
     @property
     def sparse(self) -> bool:
@@ -89,6 +98,7 @@ class KL(AbstractDivergence):
     f_prime_0: ClassVar[float] = -math.inf
     f_prime_inf: ClassVar[float] = math.inf
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = 0.0
 
     def f(self, t):
         valid, t = _nonneg(t)
@@ -112,6 +122,7 @@ class ReverseKL(AbstractDivergence):
     f_prime_0: ClassVar[float] = -math.inf
     f_prime_inf: ClassVar[float] = 1.0
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = -1.0
 
     def f(self, t):
         valid, t = _positive(t)
@@ -138,6 +149,7 @@ class Chi2(AbstractDivergence):
     f_prime_0: ClassVar[float] = -2.0
     f_prime_inf: ClassVar[float] = math.inf
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = 1.0
 
     def f(self, t):
         valid, t = _nonneg(t)
@@ -161,6 +173,7 @@ class ReverseChi2(AbstractDivergence):
     f_prime_0: ClassVar[float] = -math.inf
     f_prime_inf: ClassVar[float] = 1.0
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = -2.0
 
     def f(self, t):
         valid, t = _positive(t)
@@ -187,6 +200,7 @@ class Hellinger2(AbstractDivergence):
     f_prime_0: ClassVar[float] = -math.inf
     f_prime_inf: ClassVar[float] = 1.0
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = -0.5
 
     def f(self, t):
         valid, t = _nonneg(t)
@@ -213,6 +227,7 @@ class JS(AbstractDivergence):
     f_prime_0: ClassVar[float] = -math.inf
     f_prime_inf: ClassVar[float] = math.log(2.0)
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = -1.0
 
     def f(self, t):
         valid, t = _nonneg(t)
@@ -244,6 +259,7 @@ class Jeffreys(AbstractDivergence):
     f_prime_0: ClassVar[float] = -math.inf
     f_prime_inf: ClassVar[float] = math.inf
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = 0.0
 
     def f(self, t):
         valid, t = _positive(t)
@@ -262,6 +278,10 @@ class Jeffreys(AbstractDivergence):
         omega = wright_omega(1.0 - s)  # t = 1/ω; (f*)″ = 1/f″(t) = t²/(t + 1) = 1/(ω(1 + ω))
         return 1.0 / (omega * (1.0 + omega))
 
+    def f_conj_grad_hess(self, s):
+        omega = wright_omega(1.0 - s)  # one ω for both
+        return 1.0 / omega, 1.0 / (omega * (1.0 + omega))
+
 
 class Triangular(AbstractDivergence):
     """Triangular discrimination (Vincze–Le Cam): f(t) = (t − 1)²/(t + 1), f*(s) =
@@ -272,6 +292,7 @@ class Triangular(AbstractDivergence):
     f_prime_0: ClassVar[float] = -3.0
     f_prime_inf: ClassVar[float] = 1.0
     legendre: ClassVar[bool] = True
+    gamma_power: ClassVar[float] = -2.0
 
     def f(self, t):
         valid, t = _nonneg(t)
@@ -302,6 +323,7 @@ class TV(AbstractDivergence):
     f_prime_0: ClassVar[float] = -0.5
     f_prime_inf: ClassVar[float] = 0.5
     legendre: ClassVar[bool] = False
+    gamma_power: ClassVar[float] = 1.0
 
     def f(self, t):
         valid, t = _nonneg(t)

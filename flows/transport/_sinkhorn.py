@@ -15,9 +15,9 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ..divergences import AbstractDivergence, get
-from ..divergences._gamma import solve_gamma
 from ..divergences._generators import KL
 from ._inputs import check_cost, check_eps, check_weights
+from ._loops import kl_loop, newton_loop
 
 
 class SinkhornNotConverged(RuntimeError):
@@ -62,57 +62,31 @@ class SinkhornResult(eqx.Module):
     iterations: Int[Array, ""]
 
 
-def _c_transform(div, potential, cost, eps, weights, previous):
-    """The potential of the other side: −ε Γ_w((potential − cost)/ε) row by row of `cost`
-    (rows indexed by the new potential), warm-started from `previous`."""
-    h = (potential[None, :] - cost) / eps
-    if isinstance(div, KL):
-        used = weights > 0
-        lse = jax.nn.logsumexp(
-            jnp.where(used, h, -jnp.inf), b=jnp.where(used, weights, 1.0), axis=1
-        )
-        return -eps * lse
-    gamma, _ = jax.vmap(lambda row, guess: solve_gamma(div, row, weights, guess))(
-        h, -previous / eps
-    )
-    return -eps * gamma
-
-
 def _arguments(u, v, cost, eps):
     return (u[:, None] + v[None, :] - cost) / eps
 
 
-def _row_error(div, a, b, u_old, u_new, v, cost, eps):
-    """‖π1 − a‖₁ for the plan of (u_old, v): for KL, exactly a_i(e^{(u_old − u_new)/ε} − 1)
-    (the c-transform is a logsumexp); else the row sums."""
-    if isinstance(div, KL):
-        mass = jnp.exp((u_old - u_new) / eps)
-    else:
-        mass = jnp.sum(b[None, :] * div.f_conj_grad(_arguments(u_old, v, cost, eps)), axis=1)
-    return jnp.sum(a * jnp.abs(mass - 1.0))
-
-
 @eqx.filter_jit
 def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
-    """Alternating c-transforms until the row error of the plan (u, v) (whose columns are
-    exact, v being the c-transform of u) is ≤ tol, or max_iters pairs. Returns (u, v,
-    iterations, error)."""
-    costT = cost.T
+    """Iterate from (u, v) until the L1 marginal error of the plan is ≤ tol (one marginal is
+    exact after each iteration: the columns for KL's Sinkhorn, the rows for the Newton
+    iterations), or max_iters iterations (KL: 2 max_iters). Returns (u, v, iterations,
+    error)."""
+    if isinstance(div, KL):
+        # Sinkhorn, fastest per iteration; where it stops at max_iters (small ε), Newton
+        # steps take over for at most as many iterations again
+        u, v, done, error = kl_loop(a, b, cost, eps, u, v, tol, max_iters)
+        return jax.lax.cond(
+            error > tol,
+            lambda: _more(newton_loop(div, a, b, cost, eps, u, v, tol, max_iters), done),
+            lambda: (u, v, done, error),
+        )
+    return newton_loop(div, a, b, cost, eps, u, v, tol, max_iters)
 
-    def cond(state):
-        _, _, it, err = state
-        return (err > tol) & (it < max_iters)
 
-    def body(state):
-        u, v, it, _ = state
-        u_new = _c_transform(div, v, cost, eps, b, u)
-        err = _row_error(div, a, b, u, u_new, v, cost, eps)
-        v_new = _c_transform(div, u_new, costT, eps, a, v)
-        return u_new, v_new, it + 1, err
-
-    # the first v from u: the loop's invariant (exact columns) holds from the start
-    v = _c_transform(div, u, costT, eps, a, v)
-    return jax.lax.while_loop(cond, body, (u, v, jnp.asarray(0), jnp.asarray(jnp.inf)))
+def _more(state, done):
+    u, v, it, error = state
+    return u, v, it + done, error
 
 
 @eqx.filter_jit
@@ -168,8 +142,14 @@ def sinkhorn(
     """Solve OT_{ε,f}(a, b) = min_{π ∈ Π(a,b)} Σ c_ij π_ij + ε Σ a_i b_j f(π_ij/(a_i b_j)) by the
     generalised Sinkhorn algorithm, in float64.
 
-    Alternates u_i = −ε Γ_b((v − c_i·)/ε) and v_j = −ε Γ_a((u − c_·j)/ε) (see
-    `flows.divergences.gamma`) until ‖π1 − a‖₁ ≤ tol (the columns are exact after each pair).
+    The c-transforms are u_i = −ε Γ_b((v − c_i·)/ε) and v_j = −ε Γ_a((u − c_·j)/ε) (see
+    `flows.divergences.gamma`). KL alternates them (log-domain Sinkhorn) until ‖π1 − a‖₁ ≤
+    tol, the columns being exact after each pair. Every other f (and KL where Sinkhorn stops
+    at `max_iters`) takes damped Newton steps on the semi-dual v ↦ D(u(v), v), whose Hessian
+    system is solved by conjugate gradients, each kept when it raises the dual or lowers the
+    error and otherwise followed by a Sinkhorn pair, until ‖πᵀ1 − b‖₁ ≤ tol with exact rows:
+    the alternating scheme alone needs thousands of pairs at ε = 1e-2 for the f with
+    f′(∞) < ∞ (reverse KL, Neyman, Hellinger, JS, triangular).
     Works under `jit`, `vmap` and `grad`: differentiate `result.dual`, whose gradient in the
     cost is the plan (the envelope theorem), so that ∇_{x_i} OT = Σ_j π_ij ∇_x c(x_i, y_j).
 
@@ -179,11 +159,12 @@ def sinkhorn(
     - `eps`: ε > 0, the regularisation strength (units of the cost).
     - `divergence`: a name in `flows.divergences.DIVERGENCES` other than "tv", or a generator.
     - `tol`: the L1 marginal error to reach.
-    - `max_iters`: the most c-transform pairs per ε stage.
+    - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps) per ε stage; KL: as
+      many Sinkhorn pairs, then as many Newton iterations.
     - `init`: potentials `(u (n,), v (m,))` to warm-start from (default zeros).
     - `eps_schedule`: ε-scaling: decreasing values above `eps`, each solved (to `tol`, or
-      `max_iters` pairs) and warm-starting the next, before `eps` itself; small ε converges
-      in fewer iterations this way, and some f only this way.
+      `max_iters`) and warm-starting the next, before `eps` itself; from a warm start the
+      Newton steps converge quadratically (e.g. [1, 0.3, 0.1, 0.03] before 1e-2).
 
     **Returns:** a `SinkhornResult` (plan, u, v, primal, dual, gap, marginal_error,
     iterations).
@@ -196,7 +177,8 @@ def sinkhorn(
 
     **Reference:** Terjék & González-Sánchez, "Optimal transport with f-divergence
     regularization and generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337),
-    Alg. 1 and Thm 3."""
+    Alg. 1 and Thm 3; the Newton steps as in Brauer, Clason, Lorenz & Wirth, "A Sinkhorn–Newton
+    method for entropic optimal transport" (arXiv 1710.06635)."""
     div = get(divergence, legendre=True)
     a = check_weights("a", a)
     b = check_weights("b", b)

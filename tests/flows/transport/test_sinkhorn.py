@@ -10,6 +10,8 @@ import pytest
 import scipy.optimize as so
 
 import flows.divergences as D
+from experiments.transport._data import clouds
+from experiments.transport._data import cost as transport_cost
 from flows.transport import SinkhornNotConverged, sinkhorn
 
 LEGENDRE = [n for n in D.DIVERGENCES if n != "tv"]
@@ -99,13 +101,24 @@ def test_two_by_two_plan_is_a_permutation_exactly_when_delta_large(name, thresho
 
 
 @pytest.mark.parametrize("name", LEGENDRE)
-def test_certificates_gap_and_marginals_below_1e_10(name):
-    _, _, cost, a, b = _clouds(40, 30, seed=2)
-    result = sinkhorn(a, b, cost, 0.05, name)
-    assert abs(float(result.gap)) <= 1e-10
-    assert float(result.marginal_error.max()) <= 1e-10
-    np.testing.assert_allclose(np.asarray(result.plan).sum(1), a, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(float(result.primal), float(result.dual), rtol=0, atol=1e-10)
+def test_certificates_below_1e_10_at_eps_1e_2_and_1e_3_with_eps_scaling(name):
+    """The experiment's clouds (moons against a Gaussian mixture, unit box), 100 + 100 points:
+    at ε = 1e-2 and, with ε-scaling, at ε = 1e-3 every f reaches gap and L1 marginal errors
+    ≤ 1e-10 (measured ≤ 1e-11; one compilation per f serves both ε, an argument). The
+    500 + 500 case at ε = 1e-2 runs in the benchmark (`benchmarks/_case_transport.py`)."""
+    x, y = clouds(100, 0)
+    cost = transport_cost(x, y)
+    a = np.full(100, 1e-2)
+    for eps, schedule in (
+        (1e-2, [1.0, 0.3, 0.1, 0.03]),
+        (1e-3, [1.0, 0.3, 0.1, 0.03, 0.01, 0.003]),
+    ):
+        result = sinkhorn(a, a, cost, eps, name, tol=1e-11, max_iters=2000, eps_schedule=schedule)
+        assert abs(float(result.gap)) <= 1e-10
+        assert float(result.marginal_error.max()) <= 1e-10
+        plan = np.asarray(result.plan)
+        assert abs(plan.sum(1) - a).sum() + abs(plan.sum(0) - a).sum() <= 1e-10
+        np.testing.assert_allclose(float(result.primal), float(result.dual), rtol=0, atol=1e-10)
 
 
 def test_envelope_gradient_matches_finite_differences():
