@@ -3,7 +3,9 @@
 - `--out DIR` names a new folder: an existing, non-empty DIR is refused (with the command that
   continues it), so a folder never mixes two runs' files.
 - `--resume DIR` continues a run: DIR must hold the `config.json` of the same experiment;
-  finished work is kept and only what is missing is computed.
+  finished work is kept and only what is missing is computed. The settings it records are
+  checked by the experiment's own checks of its options (`recheck_settings`): a hand-edited
+  value they refuse is refused, naming the flag.
 - The folder is made only when the run starts (after every option and the data have been
   checked), and `config.json` is its first file: bad input leaves no folder behind, and an
   error before any result removes the folder it made.

@@ -19,8 +19,10 @@ def run(args) -> int:
 
 def _as_options(recorded: dict) -> dict:
     """A resumed run's settings as its options: the α it recorded, without the --n-alpha that
-    chose them (both given is refused)."""
-    return {**recorded, "n_alpha": None}
+    chose them (both given is refused), and for built-in data the --task it resolved
+    ("classification") given back as the default that resolved it (--task is a file's)."""
+    builtin = recorded.get("data") in ("digits", "teacher")
+    return {**recorded, "n_alpha": None, **({"task": "auto"} if builtin else {})}
 
 
 def _run(args, s, sweep) -> int:

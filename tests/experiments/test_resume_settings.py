@@ -73,11 +73,16 @@ def test_resume_refuses_an_edited_setting_in_one_line(tmp_path, capsys, name, ed
     assert os.listdir(folder) == ["config.json"]  # nothing computed, nothing written
 
 
-@pytest.mark.parametrize("name", ["balance", "ntk", "eos", "transport", "lazy"])
-def test_resume_passes_the_recorded_settings_of_a_run(tmp_path, capsys, name):
+# lazy records the task its data resolved, not the --task auto that resolved it
+GOOD = [("balance", {}), ("ntk", {}), ("eos", {}), ("transport", {}), ("lazy", {}),
+        ("lazy", {"task": "classification", "alphas": [1.0, 10.0], "n_alpha": 7})]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, edit", GOOD)
+def test_resume_passes_the_recorded_settings_of_a_run(tmp_path, capsys, name, edit):
     """Unedited settings pass the check: the run goes on to its next one, the SHA-256 of the
     data (which this hand-made folder lacks)."""
-    folder = _folder(tmp_path, name)
+    folder = _folder(tmp_path, name, **edit)
     assert cli("run", name, "--resume", folder, "--workers", "0", "--no-progress") == 2
     line = one_line(capsys.readouterr().err)
     assert "recorded no SHA-256" in line and "records a setting" not in line, line
