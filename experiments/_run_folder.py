@@ -3,7 +3,9 @@
 - `--out DIR` names a new folder: an existing, non-empty DIR is refused (with the command that
   continues it), so a folder never mixes two runs' files.
 - `--resume DIR` continues a run: DIR must hold the `config.json` of the same experiment;
-  finished work is kept and only what is missing is computed.
+  finished work is kept and only what is missing is computed. The settings it records are
+  checked by the experiment's own checks of its options (`recheck_settings`): a hand-edited
+  value they refuse is refused, naming the flag.
 - The folder is made only when the run starts (after every option and the data have been
   checked), and `config.json` is its first file: bad input leaves no folder behind, and an
   error before any result removes the folder it made.
@@ -11,6 +13,7 @@
   half-written file, and results.json only names files that exist.
 """
 
+import argparse
 import datetime
 import glob
 import json
@@ -219,8 +222,9 @@ def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -
     naming the flag that differs, or the file and the missing settings."""
     check_recorded(config, folder, [key for key in defaults if defaults[key] is not None])
     stored = {key: config.get(key, defaults[key]) for key in defaults}
-    for key in defaults:
-        if getattr(args, key) != defaults[key] and s[key] != stored[key]:
+    for key in defaults:  # None: an option not given (its default is filled in later)
+        given = getattr(args, key)
+        if given is not None and given != defaults[key] and s[key] != stored[key]:
             if key not in config:
                 recorded = "was not recorded by the run (written before the option existed)"
             elif stored[key] is None:  # said "differs from the run's None"
@@ -234,14 +238,38 @@ def resumed_settings(config: dict, folder: str, args, s: dict, defaults: dict) -
     return stored
 
 
-def open_run(name: str, out, resume, args, s: dict, defaults: dict):
+def recheck_settings(settings, args, recorded: dict, folder: str):
+    """Check the settings `recorded` in a resumed run's config.json with the experiment's own
+    `settings(args)`, the checks of its options: it is called on `args` with each recorded
+    value in place of its option's (entries that name no option are left out). A hand-edited
+    config.json (`"t1": -3`) used to be run as recorded, or to fail inside a task. Returns
+    what `settings` returns. Raises `UsageError` naming `--resume`, the file and the flag."""
+    path = os.path.join(folder, CONFIG)
+    given = {key: value for key, value in recorded.items() if hasattr(args, key)}
+    try:
+        return settings(argparse.Namespace(**{**vars(args), **given}))
+    except UsageError as e:
+        problem = " ".join(str(e).split())
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        problem = f"a setting of the wrong kind ({type(e).__name__}: {' '.join(str(e).split())})"
+    raise UsageError(
+        f"--resume {folder!r}: {path} records a setting the options refuse ({problem}); "
+        "start a new run"
+    )
+
+
+def open_run(name: str, out, resume, args, s: dict, defaults: dict, settings=None, adapt=None):
     """`(folder, stored, s)`: the `RunFolder` of experiment `name` (`RunFolder.choose`), its
     stored config.json on `--resume` (None for a new run), and the settings: `s`, or on
-    `--resume` those the run recorded (`resumed_settings`). Raises `UsageError`."""
+    `--resume` those the run recorded (`resumed_settings`), checked by the experiment's
+    `settings` (`recheck_settings`; on `adapt(recorded)` where recorded values do not read
+    back as options). Raises `UsageError`."""
     folder = RunFolder.choose(name, out, resume)
     stored = folder.stored_config() if folder.resumed else None
     if stored is not None:
         s = resumed_settings(stored, folder.path, args, s, defaults)
+        if settings is not None:
+            recheck_settings(settings, args, adapt(dict(s)) if adapt else s, folder.path)
     return folder, stored, s
 
 

@@ -13,7 +13,12 @@ from tqdm.auto import tqdm
 from .. import _interrupt, _sweep
 from .._files import sha256, versions, write_json
 from .._options import UsageError
-from .._run_folder import RunFolder, check_recorded, check_resumed_digest
+from .._run_folder import (
+    RunFolder,
+    check_recorded,
+    check_resumed_digest,
+    recheck_settings,
+)
 from ._cli import settings
 from ._problem import problem_for
 from ._report import _summary
@@ -49,6 +54,9 @@ def _run(args, s, sweep) -> int:
         check_recorded(config, folder.path, ["settings"])
         s = config["settings"]
         check_recorded(s, folder.path, ["drift_solvers", "chatter_t1"], where="settings")
+        solver = s.get("solver")  # recorded per problem; --solver is the logistic one's
+        logistic = solver.get("logistic") if isinstance(solver, dict) else solver
+        recheck_settings(settings, args, {**s, "solver": logistic or args.solver}, folder.path)
     problem = problem_for(s)
     s["dims"] = problem.dims
     data_sha256 = sha256(problem.X_np, problem.y_np)

@@ -132,12 +132,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "central flow) or adam (bias-corrected) also run at each η, their (preconditioned) "
         "sharpness drawn against its stability limit (optimizer-<η>.png) (gd)",
     )
-    g.add_argument("--beta", type=float, default=d["beta"], help="momentum's β (0.9)")
-    g.add_argument("--beta1", type=float, default=d["beta1"], help="Adam's β1 (0.9)")
+    g.add_argument("--beta", type=float, default=None, help="momentum's β (0.9)")
+    g.add_argument("--beta1", type=float, default=None, help="Adam's β1 (0.9)")
     g.add_argument(
         "--beta2", type=float, default=d["beta2"], help="β2 (0.99 for rmsprop, 0.999 for adam)"
     )
-    g.add_argument("--eps", type=float, default=d["eps"], help="ε of rmsprop and adam (1e-8)")
+    g.add_argument("--eps", type=float, default=None, help="ε of rmsprop and adam (1e-8)")
     g = p.add_argument_group("catapult panel (uv model, Lewkowycz et al. 2020)")
     g.add_argument("--uv-width", type=int, default=d["uv_width"], help="m of the uv model (1000)")
     g.add_argument(
@@ -174,6 +174,8 @@ def settings(args) -> dict:
     """The settings of `args`, every one checked before any computation (the solver's by
     `flows.SolveSettings`). Raises `UsageError` naming the flag."""
     s = {key: getattr(args, key) for key in DEFAULTS}
+    _check_optimizer_flags(s, getattr(args, "resume", None))
+    s.update({k: DEFAULTS[k] for k in OPTIMIZER_FLAGS if s[k] is None})
     s["classes"] = parse_digit_classes(s["classes"])
     if s["task"] == "binary" and len(s["classes"]) != 2:
         raise UsageError(f"--task binary needs two --classes, got {len(s['classes'])}")
@@ -231,6 +233,24 @@ def settings(args) -> dict:
         except ValueError as e:
             raise UsageError(f"--{e}") from None
     return s
+
+
+# The settings of each --optimizer (their options default to None, "not given").
+OPTIMIZER_FLAGS = {"beta": ("momentum",), "beta1": ("adam",), "beta2": ("rmsprop", "adam"),
+                   "eps": ("rmsprop", "adam")}  # fmt: skip
+
+
+def _check_optimizer_flags(s: dict, resume) -> None:
+    """Refuse, naming it, an option given that --optimizer does not use (`--beta 0.5` with
+    gd was ignored). A resumed run's recorded values are every one's, used or not."""
+    if resume is not None:
+        return
+    for key, users in OPTIMIZER_FLAGS.items():
+        if s[key] is not None and s["optimizer"] not in users:
+            raise UsageError(
+                f"{flag(key)} is not used by --optimizer {s['optimizer']}; it applies to "
+                f"--optimizer {' and '.join(users)}: drop it or choose one of those"
+            )
 
 
 SOLVE_KEYS = ("solver", "rtol", "atol", "max_steps")

@@ -28,7 +28,7 @@ def run(args) -> int:
 
 
 def _run(args, s, sweep, start) -> int:
-    folder, stored, s = open_run("eos", args.out, args.resume, args, s, DEFAULTS)
+    folder, stored, s = open_run("eos", args.out, args.resume, args, s, DEFAULTS, settings=settings)
     try:
         X, labels = digits(s["classes"], s["n_train"], s["seed"])
     except ValueError as e:

@@ -4,7 +4,7 @@ is a task of the sweep layer, kept as its part as soon as it is computed; then w
 
 from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
-from .._run_folder import RunFolder, check_recorded
+from .._run_folder import RunFolder, check_recorded, recheck_settings
 from ._cli import SETTINGS, settings
 from ._tasks import gan_task, name, tasks
 
@@ -18,6 +18,7 @@ def run(args) -> int:
         check_recorded(config, folder.path, ["settings"])
         check_recorded(config["settings"], folder.path, list(SETTINGS), where="settings")
         s = config["settings"]
+        recheck_settings(settings, args, s, folder.path)
     else:
         s = settings(args)
     with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here

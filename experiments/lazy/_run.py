@@ -17,8 +17,18 @@ def run(args) -> int:
         return _run(args, s, sweep)
 
 
+def _as_options(recorded: dict) -> dict:
+    """A resumed run's settings as its options: the α it recorded, without the --n-alpha that
+    chose them (both given is refused), and for built-in data the --task it resolved
+    ("classification") given back as the default that resolved it (--task is a file's)."""
+    builtin = recorded.get("data") in ("digits", "teacher")
+    return {**recorded, "n_alpha": None, **({"task": "auto"} if builtin else {})}
+
+
 def _run(args, s, sweep) -> int:
-    folder, stored, s = open_run("lazy", args.out, args.resume, args, s, DEFAULTS)
+    folder, stored, s = open_run(
+        "lazy", args.out, args.resume, args, s, DEFAULTS, settings=settings, adapt=_as_options
+    )
     if stored is not None:
         s = with_solve(s)
     data = load_data(s)  # bad data fails before a folder is made

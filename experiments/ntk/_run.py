@@ -32,7 +32,7 @@ def run(args) -> int:
 
 
 def _run(args, s, sweep, start) -> int:
-    folder, stored, s = open_run("ntk", args.out, args.resume, args, s, DEFAULTS)
+    folder, stored, s = open_run("ntk", args.out, args.resume, args, s, DEFAULTS, settings=settings)
     X = {data: compute.inputs(data, s["n"], s["seed"]) for data in DATASETS}
     inputs_sha256 = sha256(*X.values())
     check_resumed_digest(stored, folder.path, "inputs_sha256", inputs_sha256, "the inputs")

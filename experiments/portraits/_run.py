@@ -4,7 +4,7 @@ then written as `<name>.npz`, summarised in results.json and drawn."""
 from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
 from .._options import UsageError
-from .._run_folder import RunFolder, check_recorded
+from .._run_folder import RunFolder, check_recorded, recheck_settings
 from ._cli import SETTINGS, settings
 from ._tasks import figure_task
 
@@ -18,6 +18,7 @@ def run(args) -> int:
         check_recorded(config, folder.path, ["settings"])
         check_recorded(config["settings"], folder.path, list(SETTINGS), where="settings")
         s = config["settings"]
+        recheck_settings(settings, args, s, folder.path)
     else:
         s = settings(args)
     with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here

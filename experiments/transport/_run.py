@@ -32,7 +32,9 @@ def run(args) -> int:
 
 
 def _run(args, s, sweep, start) -> int:
-    folder, stored, s = open_run("transport", args.out, args.resume, args, s, DEFAULTS)
+    folder, stored, s = open_run(
+        "transport", args.out, args.resume, args, s, DEFAULTS, settings=settings
+    )
     x, y = clouds(s["n"], s["seed"])
     data_sha256 = sha256(x, y)
     check_resumed_digest(stored, folder.path, "data_sha256", data_sha256, "the data")
