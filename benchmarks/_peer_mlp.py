@@ -24,3 +24,14 @@ def peer_mlp(seed: int = 0):
         return jnp.mean((jax.vmap(m)(X) - Y) ** 2)
 
     return loss, net, ETA
+
+
+def write_result(res: dict, name: str) -> None:
+    """Print `res` and write it to `benchmarks/<name>.json`, with the JAX version."""
+    import json
+    import os
+
+    res["versions"] = {"jax": jax.__version__}
+    print(json.dumps(res, indent=1))
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.json"), "w") as f:
+        json.dump(res, f, indent=1)

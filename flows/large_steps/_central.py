@@ -25,7 +25,7 @@ from .._failures import DTMIN_RELATIVE, MaxStepsReached
 from .._flow import Trajectory, undefined_observables
 from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
-from .._solver._solve import solve_span
+from .._solver._solve import save_state, solve_span
 from .._solver._solvers import make_solver
 from .._stats import SolveStats
 from ._complementarity import (
@@ -91,6 +91,7 @@ class _CentralField(eqx.Module):
     eta: jax.Array
     k: int = eqx.field(static=True)
     cid: jax.Array  # the call's id in `_COUNTS` (traced: every call shares the programs)
+    count: bool = eqx.field(static=True, default=True)  # False: no count callbacks
     observables: tuple = eqx.field(static=True, default=())  # ((name, fn(params)), ...)
     predicted: tuple = eqx.field(static=True, default=())  # ((name, g(params)), ...)
     symmetric_jacobian = False
@@ -104,6 +105,11 @@ class _CentralField(eqx.Module):
         for the Rayleigh quotients (`top_eigenpairs`)."""
         top = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS)
         return top.values, top.vectors, jnp.asarray(top.products + self.k + 2, jnp.int32)
+
+    def tally(self, evals, hvps, thirds, solves):
+        """Add to this call's counts (one host callback), when counting."""
+        if self.count:
+            _tally(self.cid, evals, hvps, thirds, solves)
 
     @property
     def thirds(self) -> int:
@@ -152,7 +158,7 @@ class _CentralField(eqx.Module):
 
         v, hvps = jax.lax.cond(m > 0, on_edge, below, w)
         edge = (m > 0).astype(jnp.int32)
-        _tally(self.cid, 1, hvps, edge * self.thirds, edge)
+        self.tally(1, hvps, edge * self.thirds, edge)
         return v
 
     def event(self, t, y, args, **kwargs):
@@ -161,7 +167,7 @@ class _CentralField(eqx.Module):
         lam, U, hvps = self.eig(y, U0)
         value = jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
         edge = (m > 0).astype(jnp.int32)
-        _tally(self.cid, 0, hvps, edge * self.thirds, edge)
+        self.tally(0, hvps, edge * self.thirds, edge)
         return value
 
     def join(self, lam, m):
@@ -200,7 +206,7 @@ class _CentralField(eqx.Module):
         """What a save records, from the solved problem (a tuple of `solve`)."""
         _, _, _, _, x, lam, U, hvps = solved
         # the block is computed at every save (its k(k+1)/2 products), X solved only on the edge
-        _tally(self.cid, 0, hvps, self.thirds, (m > 0).astype(jnp.int32))
+        self.tally(0, hvps, self.thirds, (m > 0).astype(jnp.int32))
         X = _smat(x, self.k)
         trace = jnp.trace(X)
         loss = self.f()(w)
@@ -257,6 +263,7 @@ def central_flow(
     report: Callable[[float, float], None] | None = None,
     observables: dict | None = None,
     predicted: dict | None = None,
+    count: bool = True,
     **overrides,
 ) -> Trajectory:
     """The central flow of gradient descent with step η, from `params0` to flow time `t1`.
@@ -290,6 +297,9 @@ def central_flow(
       = g(w) + ½⟨∇²g(w), Σ⟩, the central flow's prediction of the time average of g along
       gradient descent (Σ = 0 below the edge); with g = the loss it is `predicted_loss`
       (the tracked eigenvalues being 2/η).
+    - `count`: count the products (see `stats` below); False leaves those counts None and
+      the host callbacks out of the compiled programs, so that with k = 1 (no QP callback
+      either) JAX's persistent compilation cache can keep them for later processes.
 
     **Returns:** a `Trajectory`, with `observables["sharpness"]` (T,), `["eigenvalues"]`
     (T, k+1) the top k + 1 eigenvalues, `["tracked"]` (T,) m, `["trace_sigma"]` (T,) tr Σ
@@ -303,7 +313,8 @@ def central_flow(
     (∇³L[u_i, u_j], k(k+1)/2 per solve and per save), `complementarity_solves` (closed-form
     σ² for k = 1, Clarabel QPs for k ≥ 2; one per evaluation on the edge) and
     `grad_evals` (evaluations of the field). The products of `predicted`'s ∇²g are not
-    counted.
+    counted. Counting costs one host callback per evaluation, and a program with a host
+    callback is not kept by JAX's persistent compilation cache (see `count`).
 
     **Raises:** `ValueError` naming `eta` (not finite and > 0), `k`, `params0` (also where
     S(0) > 2/η: the message names S(0) and 2/η; eigenvalues within 1e-8 of 2/η at t = 0
@@ -325,6 +336,7 @@ def central_flow(
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     save_params = check_flag("save_params", save_params)
     progress = check_flag("progress", progress)
+    count = check_flag("count", count)
     solver_name = "tsit5" if settings.name == "auto" else settings.name
     if solver_name not in ("tsit5", "dopri5", "dopri8"):
         raise ValueError(
@@ -341,17 +353,18 @@ def central_flow(
     _COUNTS[cid] = np.zeros(4, np.int64)
     # a device scalar made on the host (jnp.asarray would compile a program of its own)
     field = _CentralField(loss, static, spec, jnp.asarray(eta), k,
-                          jax.device_put(np.int32(cid)), *user)  # fmt: skip
+                          jax.device_put(np.int32(cid)), count, *user)  # fmt: skip
     solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
     t, done, state, events, saved = 0.0, 0, None, [], []
+    dt_next = eta / 4  # the first step: a quarter of a GD step, as the authors' Euler substep
     stats = SolveStats(solvers=[solver_name])
 
     def partial():
         jax.effects_barrier()  # every count callback has run
-        evals, hvps, thirds, solves = (int(c) for c in _COUNTS[cid])
-        stats.grad_evals, stats.jvp_evals = evals, hvps
+        evals, hvps, thirds, solves = (int(c) if count else None for c in _COUNTS[cid])
+        stats.grad_evals, stats.jvp_evals = evals or 0, hvps or 0
         counts = {"hvps": hvps, "third_products": thirds, "complementarity_solves": solves,
                   "num_events": len(events)}  # fmt: skip
         return _trajectory(saved, ts, spec, static, save_params, stats, events, settings,
@@ -370,17 +383,29 @@ def central_flow(
                 saved.append(block)
                 U, done = jnp.asarray(block["U"][0]), done + 1
                 continue
+            # Only the state is saved in the solve program: the record of a save (Lanczos,
+            # the block) is `_at`'s, so the solve program holds the field's Lanczos only where
+            # the field and the event need it. The first step after a start or an event is
+            # the last step proposed (η/4 at the start), not diffrax's selection (two more
+            # evaluations of the field in the program).
             span = solve_span(
-                field, field.record, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
+                field, save_state, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
                 jnp.asarray(ts[done : done + 1]), state, solver, *tol,
                 jnp.asarray(DTMIN_RELATIVE * max(1.0, t1)), settings.max_steps,
-                args=(jnp.asarray(m), U), event=event,
+                dt0=dt_next, args=(jnp.asarray(m), U), event=event, select_first_step=False,
             )  # fmt: skip
             stats.num_steps += int(span.stats["num_steps"])
             stats.num_accepted_steps += int(span.stats["num_accepted_steps"])
             stats.num_rejected_steps += int(span.stats["num_rejected_steps"])
+            proposed = float(np.asarray(span.state[1][1]))
+            dt_next = proposed if np.isfinite(proposed) and proposed > 0 else eta / 4
             if bool(np.isfinite(np.asarray(span.save_ts)[0])) and not bool(span.event):
-                block = jax.tree.map(lambda a: np.asarray(a)[:1], span.saved)
+                w_save = span.y_end[0]
+                if not bool(np.all(np.isfinite(np.asarray(w_save)))):
+                    raise FloatingPointError(f"the central flow became non-finite before t={t1}")
+                block = jax.tree.map(
+                    lambda a: np.asarray(a)[None], _at(field, t_next, w_save, m, U)[0]
+                )
                 own = {key: value for key, value in block.items() if key != "user"}
                 if not all(np.all(np.isfinite(x)) for x in jax.tree.leaves(own)):
                     raise FloatingPointError(f"the central flow became non-finite before t={t1}")
@@ -523,12 +548,16 @@ def _check_user(observables, predicted, params0) -> tuple:
     return obs, pred
 
 
-@eqx.filter_jit
 def _at(field, t, w, m, U0):
+    # t and m as numpy arrays: traced (Python scalars would be static, a program per value)
+    return _at_program(field, np.asarray(t, np.float64), w, np.asarray(m, np.int64), U0)
+
+
+@eqx.filter_jit
+def _at_program(field, t, w, m, U0):
     """At the start, a save at the time reached or an event, one program (a k = 1 run
     compiles it once, with the solve program): `(record, join, leave)`, the record of a save
     (`_CentralField.record`) and the two values of `_CentralField.event`."""
-    t, m = jnp.asarray(t, w.dtype), jnp.asarray(m)
     solved = field.solve(t, w, m, U0)
     leave = jax.lax.cond(
         m > 0, lambda: field.leave_value(solved, m), lambda: jnp.asarray(-jnp.inf, w.dtype)
