@@ -340,8 +340,9 @@ def central_flow(
     callback is not kept by JAX's persistent compilation cache (see `count`).
     For RMSProp, `["sharpness"]` and `["eigenvalues"]` are
     those of P⁻¹H (held at 2/η), `["trace_sigma"]` is tr X (the variance in the coordinates
-    P^{1/2}w), `["nu"]` is ν ((T, p), or (T,) for scalar RMSProp; w is `params`), and
-    `config` has `optimizer`, `beta2` and `eps`.
+    P^{1/2}w), `["nu"]` is ν ((T, p), or (T,) for scalar RMSProp; w is `params`),
+    `config` has `optimizer`, `beta2` and `eps`, and the counts are the same (its Lanczos on
+    P^{-1/2}HP^{-1/2}, one Hessian-vector product of L per product).
 
     **Raises:** `ValueError` naming `eta` (not finite and > 0), `optimizer` (unknown),
     `beta2` (outside (0, 1) for RMSProp, [0, 1) else), `eps` (< 0), `nu0` (an entry not
