@@ -216,7 +216,9 @@ def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None, re
         return modified_flow(loss, params0, t1, eta=eta, order=1, ts=ts, settings=settings)
     if central_max_steps is not None:
         settings = settings.replace(max_steps=min(settings.max_steps, central_max_steps))
-    return central_flow(loss, params0, t1, eta=eta, ts=ts, settings=settings, report=report)
+    # count=False: no host callbacks, so that later processes load the program from the cache
+    return central_flow(loss, params0, t1, eta=eta, ts=ts, settings=settings, report=report,
+                        count=False)  # fmt: skip
 
 
 def _subsample(traj, idx):

@@ -69,7 +69,7 @@ class Span(NamedTuple):
 
 def solve_span(
     field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps,
-    *, dt0=None, args=None, event=None,
+    *, dt0=None, args=None, event=None, select_first_step=True,
 ) -> Span:  # fmt: skip
     """Solve y' = field(t, y, args) from `t0` to `t1` with `solver` under the step-memory PID
     controller, saving `save(t, y, args)` at `ts` and the state at `t1` (or where it
@@ -80,18 +80,23 @@ def solve_span(
     first step is `dt0` (None: diffrax's initial step selection). `event`: a `diffrax.Event`
     that ends the solve early. `max_steps` (at most this many steps) is traced, as are the
     times and `ts` (of any fixed length): one compilation serves every horizon and budget.
+    `select_first_step=False` (with `dt0` given) leaves diffrax's initial step selection out
+    of the program: two fewer traced evaluations of the field, for a field whose evaluation
+    is a large program (the central flow's Lanczos).
     """
+    if not select_first_step and dt0 is None:
+        raise ValueError("solve_span: select_first_step=False needs dt0")
     # numpy, not jnp.asarray: a conversion on the device would compile a program of its own
     budget = np.asarray(max_steps, np.int32)
     start = state is None
     if start:  # a placeholder of the state's shapes: the program makes the state itself
-        state = _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args)
+        state = _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args, select_first_step)
     first_step = np.asarray(np.nan if dt0 is None else dt0, np.float64)
     # programs the persistent compilation cache can keep, without diffrax's 100-link chain
     with errors_as_nan(), one_step_clip_floor():
         return _solve_span(
             field, save, y0, t0, t1, ts, state, np.asarray(start), first_step, solver,
-            rtol, atol, dtmin, budget, args, event,
+            rtol, atol, dtmin, budget, args, event, bool(select_first_step),
         )  # fmt: skip
 
 
@@ -124,23 +129,23 @@ def _initial_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
 
 
 @eqx.filter_jit
-def _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args):
+def _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, select=True):
     """`_initial_state` inside a solve program, with `dt0` a traced scalar: NaN for
     diffrax's initial step selection (two field evaluations, made only then). Traced once
     (`_placeholder` traces it for its shapes; the solve program reuses that trace)."""
-    return _make_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, True)
+    return _make_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, select)
 
 
-def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args):
+def _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args, select=True):
     """Zeros of the shapes and dtypes of `_start` (traced, never compiled), as read-only
     numpy arrays: no program is compiled to make them. Kept per structure, array
     shapes and dtypes and other leaves of the arguments (as `filter_jit` keys its traces):
     tracing costs ~1 ms, once per Filippov piece solved on the host otherwise."""
-    inputs = (field, y0, t0, t1, solver, rtol, atol, dtmin, args)
+    inputs = (field, y0, t0, t1, solver, rtol, atol, dtmin, args, bool(select))
     zeros = _PLACEHOLDERS.get(inputs)
     if zeros is None:
         nan = np.asarray(np.nan, np.float64)  # as `solve_span` passes `dt0`
-        shapes = eqx.filter_eval_shape(_start, *inputs[:8], nan, args)
+        shapes = eqx.filter_eval_shape(_start, *inputs[:8], nan, args, bool(select))
         zeros = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
         for leaf in jax.tree.leaves(zeros):
             leaf.flags.writeable = False  # one placeholder serves every call
@@ -180,13 +185,14 @@ def _with_end(save, ts, t1, sol, args):
 @eqx.filter_jit
 def _solve_span(
     field, save, y0, t0, t1, ts, state, start, dt0, solver, rtol, atol, dtmin, budget, args,
-    event,
+    event, select=True,
 ) -> Span:  # fmt: skip
     """One program for the first span and every resumed one: with `start` (a traced bool)
-    the state is made here (`_start`, with `dt0`) instead of taken from `state`."""
+    the state is made here (`_start`, with `dt0`) instead of taken from `state`; `select`
+    (static): a NaN `dt0` asks for diffrax's initial step selection."""
 
     def made():
-        return _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args)
+        return _start(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, select)
 
     state = jax.lax.cond(start, made, lambda: state)
     return solve_from_state(

@@ -9,6 +9,7 @@ leaves where the X that would hold all m loses positive definiteness. Σ is the 
 GD's oscillation: the predicted time average of GD's loss is L + tr Σ/η.
 """
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from .._failures import DTMIN_RELATIVE, MaxStepsReached
 from .._flow import Trajectory, undefined_observables
 from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
-from .._solver._solve import solve_span
+from .._solver._solve import save_state, solve_span
 from .._solver._solvers import make_solver
 from .._stats import SolveStats
 from ._complementarity import (
@@ -43,6 +44,21 @@ _MAX_EVENTS = 1000
 # 60 products per evaluation, warm-started from the top eigenvectors at the last save.
 _TOL, _ITERS = 1e-10, 60
 _FAILED = []  # the last failed complementarity solve, (t, residual), read by central_flow
+# The products of each call, by its id: [field evaluations, Hessian-vector products,
+# third-derivative products, complementarity solves], added by one host callback per
+# evaluation of the field, the event or a save (the products are counted where they are made:
+# Lanczos stops at a residual, so its count is known only inside the program).
+_COUNTS: dict[int, np.ndarray] = {}
+_IDS = itertools.count()
+
+
+def _add_counts(cid, counts):
+    _COUNTS[int(cid)] += np.asarray(counts, np.int64)
+
+
+def _tally(cid, evals, hvps, thirds, solves):
+    counts = jnp.stack([jnp.asarray(c, jnp.int32) for c in (evals, hvps, thirds, solves)])
+    jax.debug.callback(_add_counts, cid, counts)
 
 
 def _host_qp(P, q, g_norm, m, t):
@@ -74,6 +90,8 @@ class _CentralField(eqx.Module):
     spec: Any = eqx.field(static=True)
     eta: jax.Array
     k: int = eqx.field(static=True)
+    cid: jax.Array  # the call's id in `_COUNTS` (traced: every call shares the programs)
+    count: bool = eqx.field(static=True, default=True)  # False: no count callbacks
     observables: tuple = eqx.field(static=True, default=())  # ((name, fn(params)), ...)
     predicted: tuple = eqx.field(static=True, default=())  # ((name, g(params)), ...)
     symmetric_jacobian = False
@@ -82,9 +100,21 @@ class _CentralField(eqx.Module):
         return flat_function(self.loss, self.spec, self.static)
 
     def eig(self, w, U0):
-        """The top k+1 eigenpairs of H(w): (values (k+1,), vectors (k+1, p))."""
+        """The top k+1 eigenpairs of H(w) and the Hessian-vector products taken:
+        (values (k+1,), vectors (k+1, p), products): Lanczos's, one for its scale and k+1
+        for the Rayleigh quotients (`top_eigenpairs`)."""
         top = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS)
-        return top.values, top.vectors
+        return top.values, top.vectors, jnp.asarray(top.products + self.k + 2, jnp.int32)
+
+    def tally(self, evals, hvps, thirds, solves):
+        """Add to this call's counts (one host callback), when counting."""
+        if self.count:
+            _tally(self.cid, evals, hvps, thirds, solves)
+
+    @property
+    def thirds(self) -> int:
+        """Third-derivative products per solve: one per pair i ≤ j of the k tracked."""
+        return self.k * (self.k + 1) // 2
 
     def block(self, w, U, m):
         """(g, J, P, q) of the complementarity problem on the top m eigenvectors (svec
@@ -100,35 +130,45 @@ class _CentralField(eqx.Module):
         return g, J, 0.5 * J @ J.T, J @ g
 
     def solve(self, t, w, m, U0, eig=None):
-        """(g, J, P, q, x, λ (k+1,), U): x = svec(X) of the complementarity problem; `eig`
-        the eigenpairs (λ, U) at w when already computed."""
-        lam, U = self.eig(w, U0) if eig is None else eig
+        """(g, J, P, q, x, λ (k+1,), U, Hessian-vector products): x = svec(X) of the
+        complementarity problem; `eig` the eigenpairs (λ, U, products) at w when already
+        computed (then no products are counted here)."""
+        lam, U, hvps = self.eig(w, U0) if eig is None else (*eig[:2], 0)
         g, J, P, q = self.block(w, U, m)
         if self.k == 1:
             # The closed form σ² = max(0, −q/P) (Cohen et al. 2025, §3), in the program:
             # no host callback, so the compiled flow can be kept in the compilation cache.
             x = jnp.where(P[0] > 0, jnp.maximum(0.0, -q / jnp.where(P[0] > 0, P[0], 1.0)), 0.0)
-            return g, J, P, q, x, lam, U
+            return g, J, P, q, x, lam, U, hvps
         shape = jax.ShapeDtypeStruct(q.shape, q.dtype)
         x = jax.pure_callback(
             _host_qp, shape, P, q, jnp.linalg.norm(g), m, t, vmap_method="sequential"
         )
-        return g, J, P, q, x, lam, U
+        return g, J, P, q, x, lam, U, hvps
 
     def __call__(self, t, w, args):
         m, U0 = args
 
         def on_edge(w):
-            g, J, _, _, x, _, _ = self.solve(t, w, m, U0)
-            return -(g + 0.5 * J.T @ x)
+            g, J, _, _, x, _, _, hvps = self.solve(t, w, m, U0)
+            return -(g + 0.5 * J.T @ x), hvps
 
-        return jax.lax.cond(m > 0, on_edge, lambda w: -jax.grad(self.f())(w), w)
+        def below(w):
+            return -jax.grad(self.f())(w), jnp.asarray(0, jnp.int32)
+
+        v, hvps = jax.lax.cond(m > 0, on_edge, below, w)
+        edge = (m > 0).astype(jnp.int32)
+        self.tally(1, hvps, edge * self.thirds, edge)
+        return v
 
     def event(self, t, y, args, **kwargs):
         """Crosses 0 upwards where the phase ends: the larger of `join` and `leave`."""
         m, U0 = args
-        lam, U = self.eig(y, U0)
-        return jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
+        lam, U, hvps = self.eig(y, U0)
+        value = jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
+        edge = (m > 0).astype(jnp.int32)
+        self.tally(0, hvps, edge * self.thirds, edge)
+        return value
 
     def join(self, lam, m):
         """λ_(m+1)η/2 − 1: reaches 0 where an eigenvalue joins the tracked set."""
@@ -141,23 +181,33 @@ class _CentralField(eqx.Module):
         cosine of ∇S and ∇L. −inf when m = 0."""
 
         def value(y):
-            g, _, P, q, x, _, _ = self.solve(t, y, m, U0, eig)
-            inside = jnp.arange(self.k) < m
-            mask = inside[:, None] & inside[None, :]
-            X, Z = _smat(x, self.k), _smat(P @ x + q, self.k)
-            big = 1.0 + jnp.sum(jnp.abs(X)) + jnp.sum(jnp.abs(Z))
-            # outside the m-block a diagonal above (for X) or below (for Z) the block's
-            X = jnp.where(mask, X, jnp.diag(jnp.where(inside, 0, big)))
-            Z = jnp.where(mask, Z, jnp.diag(jnp.where(inside, 0, -big)))
-            norm_p = jnp.maximum(jnp.linalg.norm(P, 2), 1e-300)
-            scale = 1 / jnp.maximum(jnp.linalg.norm(g) * jnp.sqrt(2 * norm_p), 1e-300)
-            return (jnp.linalg.eigvalsh(Z)[-1] - norm_p * jnp.linalg.eigvalsh(X)[0]) * scale
+            return self.leave_value(self.solve(t, y, m, U0, eig), m)
 
         return jax.lax.cond(m > 0, value, lambda y: jnp.asarray(-jnp.inf, y.dtype), y)
 
+    def leave_value(self, solved, m):
+        """`leave` for m ≥ 1 from the solved problem (a tuple of `solve`)."""
+        g, _, P, q, x = solved[:5]
+        inside = jnp.arange(self.k) < m
+        mask = inside[:, None] & inside[None, :]
+        X, Z = _smat(x, self.k), _smat(P @ x + q, self.k)
+        big = 1.0 + jnp.sum(jnp.abs(X)) + jnp.sum(jnp.abs(Z))
+        # outside the m-block a diagonal above (for X) or below (for Z) the block's
+        X = jnp.where(mask, X, jnp.diag(jnp.where(inside, 0, big)))
+        Z = jnp.where(mask, Z, jnp.diag(jnp.where(inside, 0, -big)))
+        norm_p = jnp.maximum(jnp.linalg.norm(P, 2), 1e-300)
+        scale = 1 / jnp.maximum(jnp.linalg.norm(g) * jnp.sqrt(2 * norm_p), 1e-300)
+        return (jnp.linalg.eigvalsh(Z)[-1] - norm_p * jnp.linalg.eigvalsh(X)[0]) * scale
+
     def record(self, t, w, args):
-        *_, x, lam, U = self.solve(t, w, args[0], args[1])
-        return _report(self, w, x, lam, U, args[0])
+        return self.report(w, args[0], self.solve(t, w, args[0], args[1]))
+
+    def report(self, w, m, solved):
+        """What a save records, from the solved problem (a tuple of `solve`)."""
+        _, _, _, _, x, lam, U, hvps = solved
+        # the block is computed at every save (its k(k+1)/2 products), X solved only on the edge
+        self.tally(0, hvps, self.thirds, (m > 0).astype(jnp.int32))
+        return _report(self, w, x, lam, U, m)
 
 
 def _report(field, w, x, lam, U, m):
@@ -223,6 +273,7 @@ def central_flow(
     beta2: float = 0.99,
     eps: float = 1e-8,
     nu0: Any = None,
+    count: bool = True,
     **overrides,
 ) -> Trajectory:
     """The central flow of gradient descent with step η, from `params0` to flow time `t1`;
@@ -269,16 +320,29 @@ def central_flow(
     - `nu0`: RMSProp's ν at t = 0, which is ν_1, the preconditioner of its first step:
       None for ∇L(params0)⊙² (scalar: ‖∇L(params0)‖²), a number, or (per coordinate) a
       pytree of the trainable parameters' structure; every entry > 0.
+    - `count`: count the products (see `stats` below); False leaves those counts None and
+      the host callbacks out of the compiled programs, so that with k = 1 (no QP callback
+      either) JAX's persistent compilation cache can keep them for later processes.
 
     **Returns:** a `Trajectory`, with `observables["sharpness"]` (T,), `["eigenvalues"]`
     (T, k+1) the top k + 1 eigenvalues, `["tracked"]` (T,) m, `["trace_sigma"]` (T,) tr Σ
     (σ² for m = 1; 0 below the edge) and `["predicted_loss"]` (T,) = L + tr Σ/η, the
     predicted time average of GD's loss, and those of `observables` and `predicted`;
-    `stats` adds `events`, a list of `(t, m)`: m
-    eigenvalues tracked from t on. For RMSProp, `["sharpness"]` and `["eigenvalues"]` are
+    `stats` adds `events`, a list of `(t, m)`: m eigenvalues tracked from t on, and the
+    counts of what was computed, exact (each evaluation of the field, the event or a save
+    reports its own, rejected steps and the event's root finding included): `num_events`,
+    `hvps` (Hessian-vector products of L: Lanczos's, plus one for its scale and k + 1
+    Rayleigh quotients per eigendecomposition; also as `jvp_evals`), `third_products`
+    (∇³L[u_i, u_j], k(k+1)/2 per solve and per save), `complementarity_solves` (closed-form
+    σ² for k = 1, Clarabel QPs for k ≥ 2; one per evaluation on the edge) and
+    `grad_evals` (evaluations of the field). The products of `predicted`'s ∇²g are not
+    counted. Counting costs one host callback per evaluation, and a program with a host
+    callback is not kept by JAX's persistent compilation cache (see `count`).
+    For RMSProp, `["sharpness"]` and `["eigenvalues"]` are
     those of P⁻¹H (held at 2/η), `["trace_sigma"]` is tr X (the variance in the coordinates
-    P^{1/2}w), `["nu"]` is ν ((T, p), or (T,) for scalar RMSProp; w is `params`), and
-    `config` has `optimizer`, `beta2` and `eps`.
+    P^{1/2}w), `["nu"]` is ν ((T, p), or (T,) for scalar RMSProp; w is `params`),
+    `config` has `optimizer`, `beta2` and `eps`, and the counts are the same (its Lanczos on
+    P^{-1/2}HP^{-1/2}, one Hessian-vector product of L per product).
 
     **Raises:** `ValueError` naming `eta` (not finite and > 0), `optimizer` (unknown),
     `beta2` (outside (0, 1) for RMSProp, [0, 1) else), `eps` (< 0), `nu0` (an entry not
@@ -306,6 +370,7 @@ def central_flow(
     t1, ts, settings = resolve_flow_inputs(t1, ts, settings, overrides)
     save_params = check_flag("save_params", save_params)
     progress = check_flag("progress", progress)
+    count = check_flag("count", count)
     solver_name = "tsit5" if settings.name == "auto" else settings.name
     if solver_name not in ("tsit5", "dopri5", "dopri8"):
         raise ValueError(
@@ -318,46 +383,68 @@ def central_flow(
     if k >= w.shape[0]:
         raise ValueError(f"k must be < p = {w.shape[0]} (the top k + 1 eigenpairs), got {k}")
     user = _check_user(observables, predicted, params0)
-    field = _CentralField(loss, static, spec, jnp.asarray(eta), k, *user)
+    cid = next(_IDS)
+    _COUNTS[cid] = np.zeros(4, np.int64)
+    # a device scalar made on the host (jnp.asarray would compile a program of its own)
+    field = _CentralField(loss, static, spec, jnp.asarray(eta), k,
+                          jax.device_put(np.int32(cid)), count, *user)  # fmt: skip
     if optimizer != "gd":  # the state is (w, ν)
         field, w = rmsprop_field(field, optimizer, beta2, eps, nu0, w)
     solver = make_solver(solver_name, settings.rtol, settings.atol)
     event = dfx.Event(field.event, root_finder=_ROOT, direction=True)
     tol = tuple(jnp.asarray(x) for x in (settings.rtol, settings.atol))
     t, done, state, events, saved = 0.0, 0, None, [], []
+    dt_next = eta / 4  # the first step: a quarter of a GD step, as the authors' Euler substep
     stats = SolveStats(solvers=[solver_name])
 
     def partial():
+        jax.effects_barrier()  # every count callback has run
+        evals, hvps, thirds, solves = (int(c) if count else None for c in _COUNTS[cid])
+        stats.grad_evals, stats.jvp_evals = evals or 0, hvps or 0
+        counts = {"hvps": hvps, "third_products": thirds, "complementarity_solves": solves,
+                  "num_events": len(events)}  # fmt: skip
         out = _trajectory(saved, ts, spec, static, save_params, stats, events, settings,
-                          solver_name, t1, eta, k)  # fmt: skip
+                          solver_name, t1, eta, k, counts)  # fmt: skip
         if out is not None and optimizer != "gd":
             out.config.update(optimizer=optimizer, beta2=beta2, eps=eps)
         return out
 
-    m, U = _start_phase(field, w, k, eta, partial)
     bar = progress_bar(total=t1, desc="central flow", disable=not progress, leave=False)
     _FAILED.clear()
     try:
+        m, U = _start_phase(field, w, k, eta, partial)
         while done < len(ts):
             # One span per save time, so that Lanczos is warm-started from the eigenvectors
             # of the last save; an event ends a span early.
             t_next = float(ts[done])
             if t_next <= t:  # a save at the time reached (t = 0, or a save at an event)
-                block = jax.tree.map(lambda a: np.asarray(a)[None], _record(field, t, w, m, U))
+                block = jax.tree.map(lambda a: np.asarray(a)[None], _at(field, t, w, m, U)[0])
                 saved.append(block)
                 U, done = jnp.asarray(block["U"][0]), done + 1
                 continue
+            # Only the state is saved in the solve program: the record of a save (Lanczos,
+            # the block) is `_at`'s, so the solve program holds the field's Lanczos only where
+            # the field and the event need it. The first step after a start or an event is
+            # the last step proposed (η/4 at the start), not diffrax's selection (two more
+            # evaluations of the field in the program).
             span = solve_span(
-                field, field.record, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
+                field, save_state, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
                 jnp.asarray(ts[done : done + 1]), state, solver, *tol,
                 jnp.asarray(DTMIN_RELATIVE * max(1.0, t1)), settings.max_steps,
-                args=(jnp.asarray(m), U), event=event,
+                dt0=dt_next, args=(jnp.asarray(m), U), event=event, select_first_step=False,
             )  # fmt: skip
             stats.num_steps += int(span.stats["num_steps"])
             stats.num_accepted_steps += int(span.stats["num_accepted_steps"])
             stats.num_rejected_steps += int(span.stats["num_rejected_steps"])
+            proposed = float(np.asarray(span.state[1][1]))
+            dt_next = proposed if np.isfinite(proposed) and proposed > 0 else eta / 4
             if bool(np.isfinite(np.asarray(span.save_ts)[0])) and not bool(span.event):
-                block = jax.tree.map(lambda a: np.asarray(a)[:1], span.saved)
+                w_save = span.y_end[0]
+                if not bool(np.all(np.isfinite(np.asarray(w_save)))):
+                    raise FloatingPointError(f"the central flow became non-finite before t={t1}")
+                block = jax.tree.map(
+                    lambda a: np.asarray(a)[None], _at(field, t_next, w_save, m, U)[0]
+                )
                 own = {key: value for key, value in block.items() if key != "user"}
                 if not all(np.all(np.isfinite(x)) for x in jax.tree.leaves(own)):
                     raise FloatingPointError(f"the central flow became non-finite before t={t1}")
@@ -380,8 +467,8 @@ def central_flow(
             if not bool(span.ok):
                 raise FloatingPointError(f"the central flow's solver failed at t={t:.6g}")
             if bool(span.event):
-                join, leave, _, U = (np.asarray(a) for a in _phase(field, w, m, U))
-                U = jnp.asarray(U)
+                record, join, leave = _at(field, t, w, m, U)
+                join, leave, U = float(join), float(leave), record["U"]
                 if join >= leave and m == k:
                     raise _limit(t, k, eta, partial)
                 m = m + 1 if join >= leave else m - 1
@@ -393,6 +480,7 @@ def central_flow(
                     )
             else:
                 state = span.state
+        return partial()
     except Exception:  # the callback's error, as JAX re-raises it (its type varies)
         if not _FAILED:
             raise
@@ -405,7 +493,7 @@ def central_flow(
         ) from None
     finally:
         bar.close()
-    return partial()
+        _COUNTS.pop(cid, None)
 
 
 class EdgeLimitReached(RuntimeError):
@@ -433,7 +521,8 @@ def _start_phase(field, w, k, eta, partial):
       first, so that a start on the edge where the gradient flow lowers S is the gradient
       flow with m = 0, not a claim to be on the edge;
     - more than k on the edge: `EdgeLimitReached`."""
-    lam, U = _eig(field, w, jnp.zeros((k + 1, w.shape[0]), w.dtype))
+    record, _, _ = _at(field, 0.0, w, 0, jnp.zeros((k + 1, w.shape[0]), w.dtype))
+    lam, U = record["eigenvalues"], record["U"]
     excess = np.asarray(lam) * eta / 2 - 1.0
     if excess[0] > EDGE_RTOL:
         raise ValueError(
@@ -446,7 +535,7 @@ def _start_phase(field, w, k, eta, partial):
     m = int(np.sum(excess >= -EDGE_RTOL))
     if m > k:
         raise _limit(0.0, k, eta, partial)
-    while m > 0 and float(_phase(field, w, m, U)[1]) > 0:
+    while m > 0 and float(_at(field, 0.0, w, m, U)[2]) > 0:
         m -= 1
     return m, U
 
@@ -461,7 +550,7 @@ def _limit(t, k, eta, partial):
 
 
 def _trajectory(saved, ts, spec, static, save_params, stats, events, settings, solver_name,
-                t1, eta, k) -> Trajectory | None:  # fmt: skip
+                t1, eta, k, counts) -> Trajectory | None:  # fmt: skip
     """The trajectory of the saves made so far (None when there are none)."""
     if not saved:
         return None
@@ -474,7 +563,7 @@ def _trajectory(saved, ts, spec, static, save_params, stats, events, settings, s
     observables.update(out["user"])
     times = np.asarray(ts)[: len(out["loss"])]
     undefined = undefined_observables(times, out["user"])
-    stats_dict = {**stats.to_dict(), "events": list(events)}
+    stats_dict = {**stats.to_dict(), **counts, "events": list(events)}
     config = {**settings.to_dict(), "solver": solver_name, "t1": t1, "eta": eta, "k": k}
     return Trajectory(times, params, out["loss"], observables, stats_dict, config,
                       undefined)  # fmt: skip
@@ -498,19 +587,18 @@ def _check_user(observables, predicted, params0) -> tuple:
     return obs, pred
 
 
-@eqx.filter_jit
-def _record(field, t, w, m, U):
-    return field.record(jnp.asarray(t, w.dtype), w, (jnp.asarray(m), U))
+def _at(field, t, w, m, U0):
+    # t and m as numpy arrays: traced (Python scalars would be static, a program per value)
+    return _at_program(field, np.asarray(t, np.float64), w, np.asarray(m, np.int64), U0)
 
 
 @eqx.filter_jit
-def _eig(field, w, U0):
-    return field.eig(w, U0)
-
-
-@eqx.filter_jit
-def _phase(field, w, m, U0):
-    """At an event: (the join value, the leave value, λ, U) of `_CentralField.event`."""
-    m = jnp.asarray(m)
-    lam, U = field.eig(w, U0)
-    return field.join(lam, m), field.leave(jnp.asarray(0.0, w.dtype), w, m, U0, (lam, U)), lam, U
+def _at_program(field, t, w, m, U0):
+    """At the start, a save at the time reached or an event, one program (a k = 1 run
+    compiles it once, with the solve program): `(record, join, leave)`, the record of a save
+    (`_CentralField.record`) and the two values of `_CentralField.event`."""
+    solved = field.solve(t, w, m, U0)
+    leave = jax.lax.cond(
+        m > 0, lambda: field.leave_value(solved, m), lambda: jnp.asarray(-jnp.inf, w.dtype)
+    )
+    return field.report(w, m, solved), field.join(solved[5], m), leave

@@ -58,6 +58,8 @@ class _RMSPropField(eqx.Module):
     spec: object = eqx.field(static=True)
     eta: jax.Array
     k: int = eqx.field(static=True)
+    cid: jax.Array  # the call's id in `_central._COUNTS`, as `_CentralField.cid`
+    count: bool = eqx.field(static=True)
     observables: tuple = eqx.field(static=True)
     predicted: tuple = eqx.field(static=True)
     beta2: float = eqx.field(static=True)
@@ -68,7 +70,10 @@ class _RMSPropField(eqx.Module):
     f = _CentralField.f
     join = _CentralField.join
     leave = _CentralField.leave
+    leave_value = _CentralField.leave_value
     event = _CentralField.event
+    tally = _CentralField.tally
+    thirds = _CentralField.thirds
 
     def split(self, y):
         """(w (p,), ν (p,) or (1,), P = √ν + ε broadcast to (p,))."""
@@ -77,15 +82,16 @@ class _RMSPropField(eqx.Module):
         return w, nu, jnp.broadcast_to(jnp.sqrt(nu) + self.eps, (p,))
 
     def eig(self, y, V0):
-        """The top k+1 eigenpairs of P^{-1/2}HP^{-1/2}: (values (k+1,), vectors (k+1,
-        len(y)) zero on the ν part)."""
+        """The top k+1 eigenpairs of P^{-1/2}HP^{-1/2} and the Hessian-vector products
+        taken, as `_CentralField.eig`: (values (k+1,), vectors (k+1, len(y)) zero on the ν
+        part, products)."""
         w, _, P = self.split(y)
         root = jnp.sqrt(P)
         f = self.f()
         top = top_eigenpairs(lambda x: f(x / root), w * root, self.k + 1, V0[:, : w.shape[0]],
                              tol=_TOL, max_iters=_ITERS)  # fmt: skip
         V = jnp.zeros((self.k + 1, y.shape[0]), y.dtype).at[:, : w.shape[0]].set(top.vectors)
-        return top.values, V
+        return top.values, V, jnp.asarray(top.products + self.k + 2, jnp.int32)
 
     def rates(self, y, lam, V, m):
         """The affine maps x ↦ w', x ↦ ν' and the problem (J, Q, q): w' = w0 + Wx,
@@ -118,12 +124,13 @@ class _RMSPropField(eqx.Module):
         return (w0, W, n0, N), g, J, Q, q
 
     def solve(self, t, y, m, V0, eig=None):
-        """(g, J, Q, q, x, λ, V) as `_CentralField.solve` (what `leave` reads), x = svec(X)."""
-        return self.solve_maps(t, y, m, V0, eig)[:7]
+        """(g, J, Q, q, x, λ, V, Hessian-vector products) as `_CentralField.solve` (what
+        `leave` and `report` read), x = svec(X)."""
+        return self.solve_maps(t, y, m, V0, eig)[:8]
 
     def solve_maps(self, t, y, m, V0, eig=None):
-        """`solve`'s seven and the affine maps of `rates`."""
-        lam, V = self.eig(y, V0) if eig is None else eig
+        """`solve`'s eight and the affine maps of `rates`."""
+        lam, V, hvps = self.eig(y, V0) if eig is None else (*eig[:2], 0)
         maps, g, J, Q, q = self.rates(y, lam, V, m)
         if self.k == 1:
             b = Q[0, 0]
@@ -132,7 +139,7 @@ class _RMSPropField(eqx.Module):
             shape = jax.ShapeDtypeStruct(q.shape, q.dtype)
             x = jax.pure_callback(_host_qp, shape, Q, q, jnp.linalg.norm(g), m, t,
                                   vmap_method="sequential")  # fmt: skip
-        return g, J, Q, q, x, lam, V, maps
+        return g, J, Q, q, x, lam, V, hvps, maps
 
     def stable(self, y):
         """(w', ν') below the edge: w' = −P⁻¹∇L, ν' = (1 − β2)/(β2η)(∇L⊙² − ν)."""
@@ -145,15 +152,28 @@ class _RMSPropField(eqx.Module):
         m, V0 = args
 
         def on_edge(y):
-            *_, x, _, _, (w0, W, n0, N) = self.solve_maps(t, y, m, V0)
-            return jnp.concatenate([w0 + W @ x, n0 + N @ x])
+            *_, x, _, _, hvps, (w0, W, n0, N) = self.solve_maps(t, y, m, V0)
+            return jnp.concatenate([w0 + W @ x, n0 + N @ x]), hvps
 
-        return jax.lax.cond(m > 0, on_edge, lambda y: self.stable(y), y)
+        def below(y):
+            return self.stable(y), jnp.asarray(0, jnp.int32)
+
+        v, hvps = jax.lax.cond(m > 0, on_edge, below, y)
+        edge = (m > 0).astype(jnp.int32)
+        self.tally(1, hvps, edge * self.thirds, edge)
+        return v
 
     def record(self, t, y, args):
-        *_, x, lam, V = self.solve(t, y, args[0], args[1])
+        return self.report(y, args[0], self.solve(t, y, args[0], args[1]))
+
+    def report(self, y, m, solved):
+        """What a save records, from the solved problem (a tuple of `solve`), counted as
+        `_CentralField.report`'s: GD's record at w with u_i = P^{-1/2}v_i, plus ν, and "U"
+        the padded V (k+1, len(y)), the warm start of the next Lanczos."""
+        _, _, _, _, x, lam, V, hvps = solved
+        self.tally(0, hvps, self.thirds, (m > 0).astype(jnp.int32))
         w, nu, P = self.split(y)
-        out = _report(self, w, x, lam, V[:, : w.shape[0]] / jnp.sqrt(P), args[0])
+        out = _report(self, w, x, lam, V[:, : w.shape[0]] / jnp.sqrt(P), m)
         out["user"]["nu"] = nu[0] if self.scalar else nu
         out["U"] = V
         return out
@@ -184,8 +204,8 @@ def rmsprop_field(field, optimizer, beta2, eps, nu0, w):
     names = [name for name, _ in field.observables]
     if "nu" in names:
         raise ValueError("observables: the name 'nu' is recorded by the flow of RMSProp (ν)")
-    out = _RMSPropField(field.loss, field.static, field.spec, field.eta, field.k,
-                        field.observables, field.predicted, beta2, eps,
+    out = _RMSPropField(field.loss, field.static, field.spec, field.eta, field.k, field.cid,
+                        field.count, field.observables, field.predicted, beta2, eps,
                         optimizer == "scalar_rmsprop")  # fmt: skip
     return out, rmsprop_state(optimizer, w, field.spec, field.f(), nu0, eps)
 

@@ -45,3 +45,24 @@ def test_the_short_table_has_five_columns_and_one_row_per_claim():
 
 def test_the_headline_figure_is_a_png():
     assert tables.headline_figure()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_peer_examples_rows_are_eulers_cpu_time_over_ours_from_its_json():
+    with open(os.path.join(HERE, "central_euler_peer.json"), encoding="utf-8") as f:
+        peer = json.load(f)
+    rows = [c for c in _headline.claims() if c["alternative"].startswith("Euler central flow, pe")]
+    assert [c["unit"] for c in rows] == ["CPU time, compile included", "CPU time, warm"]
+    for c, key in zip(rows, ("cold", "warm")):
+        ratio = peer[f"euler_{key}_cpu_s"] / peer[f"ours_{key}_cpu_s"]
+        assert c["ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert c["goal"] == _headline.PEER_GOAL and c["met"] is (ratio >= _headline.PEER_GOAL)
+
+
+def test_the_peer_table_of_the_eos_page_is_its_json():
+    with open(os.path.join(HERE, "central_euler_peer.json"), encoding="utf-8") as f:
+        peer = json.load(f)
+    lines = tables.central_euler_peer().splitlines()
+    cold = f"| {peer['ours_cold_cpu_s']:.1f} s | {peer['euler_cold_cpu_s']:.1f} s |"
+    assert cold in lines[2] and lines[2].endswith(f"| {peer['ratio_cold_cpu']:.1f} |")
+    assert lines[4].startswith("| max \\|S·η/2 − 1\\| past the edge |")
+    assert tables._short(1.0021e-3) == "1.0e-3" and tables._short(5.82e-13) == "5.8e-13"
