@@ -377,7 +377,7 @@ def central_flow(
             f"solver must be explicit for the central flow (tsit5, dopri5, dopri8 or auto), "
             f"got {settings.name!r}"
         )
-    f, w, spec, static = flat_loss(loss, params0)
+    f, w, spec, static = flat_loss(loss, params0, "params0")
     check_finite("params0", w)
     k = check_k(k, w.shape[0])
     if k >= w.shape[0]:

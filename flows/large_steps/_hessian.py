@@ -11,12 +11,12 @@ from .._checks import check_loss
 from .._flat import FlatSpec, trainable_of
 
 
-def flat_loss(loss: Callable, params: Any):
+def flat_loss(loss: Callable, params: Any, name: str = "params"):
     """`(f, w, spec, static)`: f(w) = loss(params rebuilt from the flat trainable vector w).
 
-    **Raises:** `ValueError` naming `params` (no trainable leaves, not float64); `TypeError`
-    naming `loss` (it does not return a float scalar)."""
-    trainable, static = trainable_of("params", params)
+    **Raises:** `ValueError` naming `name` (the caller's argument: no trainable leaves, not
+    float64); `TypeError` naming `loss` (it does not return a float scalar)."""
+    trainable, static = trainable_of(name, params)
     check_loss(loss, params)
     spec = FlatSpec.of(trainable)
     return flat_function(loss, spec, static), spec.ravel(trainable), spec, static

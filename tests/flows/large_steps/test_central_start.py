@@ -54,3 +54,14 @@ def test_a_start_on_the_edge_where_the_gradient_flow_leaves_it_is_the_gradient_f
     assert traj.stats["events"] == [] and np.all(traj.observables["tracked"] == 0)
     np.testing.assert_allclose(traj.observables["sharpness"], 5.0 + np.exp(-TS), rtol=1e-8)
     np.testing.assert_allclose(traj.observables["trace_sigma"], 0.0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "params0, says",
+    [([1.0, 2.0], "params0 must be a pytree"), (jnp.ones(3, jnp.float32), "params0 holds float32")],
+)
+def test_bad_params0_is_refused_naming_params0(params0, says):
+    # the start is checked before anything is compiled; every other refusal of the start
+    # (S(0) above the edge) names params0 too
+    with pytest.raises(ValueError, match=f"^{says}"):
+        central_flow(lambda w: 0.5 * jnp.sum(w**2), params0, 1.0, eta=0.1)
