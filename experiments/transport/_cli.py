@@ -20,6 +20,9 @@ DEFAULTS = {
 }
 
 
+EPS_MIN = 1e-6  # the smallest ε of --eps, --plan-eps and --flow-eps
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = DEFAULTS
     g = p.add_argument_group("measurements")
@@ -52,9 +55,13 @@ def settings(args) -> dict:
     naming the flag."""
     s = {key: getattr(args, key) for key in DEFAULTS}
     s["eps"] = sorted(set(parse_list("--eps", s["eps"], float, unique=True)), reverse=True)
+    # below 1e-6 (the cost is ≤ 1 in the unit box) cost/ε reaches float64's limits: --eps
+    # 1e-300 made every cell fail with "refusing to write a non-finite number (inf)"
     for e in s["eps"]:
-        if not 0 < e <= 100:
-            raise UsageError(f"--eps: each ε must be in (0, 100], got {e:g}")
+        if not EPS_MIN <= e <= 100:
+            raise UsageError(f"--eps: each ε must be in [{EPS_MIN:g}, 100], got {e:g}")
+    if not EPS_MIN <= s["plan_eps"] <= 100:
+        raise UsageError(f"--plan-eps must be in [{EPS_MIN:g}, 100], got {s['plan_eps']:g}")
     if s["plan_eps"] not in s["eps"]:
         raise UsageError(f"--plan-eps {s['plan_eps']:g} must be one of --eps {s['eps']}")
     for key, low, high in (
@@ -64,7 +71,7 @@ def settings(args) -> dict:
         ("seed", 0, 2**32 - 1),
     ):
         bounded(flag(key), s[key], low, high)
-    for key, low, high in (("tol", 1e-15, 1e-2), ("flow_eps", 1e-6, 100.0), ("t1", 1e-6, 1e3)):
+    for key, low, high in (("tol", 1e-15, 1e-2), ("flow_eps", EPS_MIN, 100.0), ("t1", 1e-6, 1e3)):
         if not low <= s[key] <= high:
             raise UsageError(f"{flag(key)} must be in [{low:g}, {high:g}], got {s[key]:g}")
     return s

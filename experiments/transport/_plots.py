@@ -23,17 +23,20 @@ def _per_eps_figure(res, config, field, ylabel, title, log_y):
     fig = P.new_figure(6.4, 4.4)
     ax = fig.subplots()
     colors = P.shades("viridis", len(config["divergences"]), 0.0, 0.95)
+    any_failed = False
     for k, (f, color) in enumerate(zip(config["divergences"], colors)):
         eps, values = _series(res, f, field)
         ax.plot(eps, values, "o-", color=color, label=f, markersize=4)
         failed = np.isnan(values)
         if failed.any():  # stacked at the top of the panel, in the colour of the f
+            any_failed = True
             height = np.full(failed.sum(), 0.97 - 0.035 * k)
             ax.plot(eps[failed], height, "x", color=color, markersize=8,
                     transform=ax.get_xaxis_transform())  # fmt: skip
-    budget = config["max_iters"]
-    label = f"not converged in {budget} iterations\nper stage (height only\nseparates the f)"
-    ax.plot([], [], "kx", label=label)
+    if any_failed:  # the legend entry only where some cell failed
+        budget = config["max_iters"]
+        label = f"not converged in {budget} iterations\nper stage (height only\nseparates the f)"
+        ax.plot([], [], "kx", label=label)
     ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")

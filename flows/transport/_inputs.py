@@ -7,6 +7,9 @@ import numpy as np
 from .._checks import check_float64, check_positive
 
 _MASS_TOL = 1e-10  # |Σ a − 1| accepted: the sum of n float64 weights normalised by hand
+#: The largest max|c|/ε accepted: the f with quadratic conjugates (χ²) square (u + v − c)/ε,
+#: which overflows float64 beyond ~1e154; ε = 5e-324 made cost/ε inf and every iteration NaN.
+_MAX_SCALE = 1e150
 
 
 def _concrete(x) -> bool:
@@ -47,12 +50,86 @@ def check_cost(cost, n: int, m: int):
 def check_eps(eps):
     """ε > 0 and finite (checked when concrete), one number: a concrete array of several ε
     failed deep inside with "Incompatible shapes for broadcasting" (vmap over ε instead)."""
-    if _concrete(eps) and jnp.ndim(eps) == 0:
+    if _concrete(eps) and np.ndim(eps) == 0:
         return check_positive("eps", eps)
     if _concrete(eps):
         raise ValueError(
-            f"eps must be one number, got an array of shape {jnp.shape(eps)} "
+            f"eps must be one number, got an array of shape {np.shape(eps)} "
             "(for several ε, call once per ε or jax.vmap over it)"
         )
     check_float64("eps", eps)
     return eps
+
+
+def check_eps_for_cost(eps, cost):
+    """A ValueError naming `eps` when max|c|/ε > 1e150 (values checked when concrete):
+    cost/ε, or its square in the quadratic conjugates, overflows float64 and the iterations
+    ran to `max_iters` on NaN."""
+    if not (_concrete(eps) and _concrete(cost)):
+        return
+    top = float(np.max(np.abs(np.asarray(cost))))
+    if top / _MAX_SCALE > float(eps):
+        low, high = float(np.min(np.asarray(cost))), float(np.max(np.asarray(cost)))
+        raise ValueError(
+            f"eps={float(eps):g} is too small for a cost with entries in [{low:g}, {high:g}]: "
+            f"cost/eps overflows float64; the smallest usable eps is max|cost| x "
+            f"{1 / _MAX_SCALE:g} = {top / _MAX_SCALE:.3g}"
+        )
+
+
+def check_limits(tol, max_iters) -> tuple[float, int]:
+    """(tol, max_iters) as a finite tol > 0 and an integer max_iters ≥ 1, or a ValueError
+    naming the argument (a str tol failed with "could not convert string to float")."""
+    tol = check_positive("tol", tol)
+    if isinstance(max_iters, bool) or not isinstance(max_iters, (int, np.integer)) or max_iters < 1:
+        raise ValueError(f"max_iters must be a positive integer, got {max_iters!r}")
+    return tol, int(max_iters)
+
+
+def check_init(init, a, b):
+    """`init` as float64 potentials (u (n,), v (m,)), finite (checked when concrete), or a
+    ValueError naming `init` and the shapes expected."""
+    n, m = a.shape[0], b.shape[0]
+    expected = f"a pair (u, v) of finite potentials of shapes ({n},) and ({m},)"
+    if not isinstance(init, (tuple, list)) or len(init) != 2:
+        shape = getattr(init, "shape", None)
+        got = type(init).__name__ + ("" if shape is None else f" of shape {tuple(shape)}")
+        raise ValueError(f"init must be {expected}, got {got}")
+    check_float64("init", tuple(init))
+    u, v = (jnp.asarray(p, dtype=float) for p in init)
+    if u.shape != (n,) or v.shape != (m,):
+        raise ValueError(f"init must be {expected}, got shapes {u.shape} and {v.shape}")
+    for name, p in (("u", u), ("v", v)):
+        if _concrete(p) and not np.all(np.isfinite(np.asarray(p))):
+            raise ValueError(f"init: the potential {name} holds NaN or inf; expected {expected}")
+    return u, v
+
+
+def check_schedule(eps_schedule, eps) -> list:
+    """The ε values of `eps_schedule`: a sequence of numbers > 0, strictly decreasing and
+    above `eps` (compared when concrete), or a ValueError naming `eps_schedule`."""
+    if eps_schedule is None:
+        return []
+    listed = isinstance(eps_schedule, (list, tuple))
+    if not listed and getattr(eps_schedule, "ndim", None) != 1:
+        raise ValueError(
+            "eps_schedule must be a sequence of decreasing eps values above eps "
+            f"(e.g. [1, 0.1]), got {type(eps_schedule).__name__} {eps_schedule!r}"
+        )
+    stages = []
+    for e in eps_schedule:
+        try:
+            stages.append(check_eps(e))
+        except ValueError as error:
+            raise ValueError(f"eps_schedule: {error}") from None
+    values = [float(e) for e in [*stages, eps] if _concrete(e)]
+    if len(values) == len(stages) + 1:
+        for k, (high, low) in enumerate(zip(values, values[1:])):
+            if not high > low:
+                what = "eps" if k == len(stages) - 1 else f"eps_schedule[{k + 1}]={low:g}"
+                raise ValueError(
+                    f"eps_schedule must decrease strictly to above eps={float(eps):g}; "
+                    f"eps_schedule[{k}]={high:g} is not above {what}"
+                    + (f"={low:g}" if what == "eps" else "")
+                )
+    return stages

@@ -16,7 +16,7 @@ from .._integrate import integrate
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solvers import EXPLICIT
 from ..divergences import AbstractDivergence, get
-from ._inputs import check_eps, check_weights
+from ._inputs import check_eps, check_limits, check_weights
 from ._sinkhorn import SinkhornNotConverged, _certify, _iterate, _message
 
 
@@ -170,7 +170,8 @@ def particle_flow(
     moves along the flow, and there the field is only Lipschitz).
 
     **Raises:** `ValueError` naming the argument (shapes, float32, non-finite positions,
-    weights, ε ≤ 0, the divergence, a stiff solver); `SinkhornNotConverged` with the flow
+    weights, ε ≤ 0, tol not > 0, max_iters not a positive integer, the divergence, a stiff
+    solver); `SinkhornNotConverged` with the flow
     time when an inner solve stops above `tol`; the engine's `MaxStepsReached` and
     `FloatingPointError`.
 
@@ -193,6 +194,7 @@ def particle_flow(
     if b.shape != (m,):
         raise ValueError(f"b of shape {b.shape} does not match y of shape {y.shape}")
     eps = check_eps(eps)
+    tol, max_iters = check_limits(tol, max_iters)
     settings_in = settings if settings is not None else SolveSettings(solver="tsit5")
     if settings is None and "solver" not in overrides:
         overrides = {**overrides, "solver": "tsit5"}

@@ -11,12 +11,19 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ..divergences import AbstractDivergence, get
 from ..divergences._generators import KL
-from ._inputs import check_cost, check_eps, check_weights
+from ._inputs import (
+    check_cost,
+    check_eps,
+    check_eps_for_cost,
+    check_init,
+    check_limits,
+    check_schedule,
+    check_weights,
+)
 from ._loops import kl_loop, newton_loop
 
 
@@ -161,19 +168,23 @@ def sinkhorn(
     - `tol`: the L1 marginal error to reach.
     - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps) per ε stage; KL: as
       many Sinkhorn pairs, then as many Newton iterations.
-    - `init`: potentials `(u (n,), v (m,))` to warm-start from (default zeros).
-    - `eps_schedule`: ε-scaling: decreasing values above `eps`, each solved (to `tol`, or
-      `max_iters`) and warm-starting the next, before `eps` itself; from a warm start the
-      Newton steps converge quadratically (e.g. [1, 0.3, 0.1, 0.03] before 1e-2).
+    - `init`: a pair of finite potentials `(u (n,), v (m,))` to warm-start from (default
+      zeros).
+    - `eps_schedule`: ε-scaling: a sequence of strictly decreasing values above `eps`, each
+      solved (to `tol`, or `max_iters`) and warm-starting the next, before `eps` itself; from
+      a warm start the Newton steps converge quadratically (e.g. [1, 0.3, 0.1, 0.03] before 1e-2).
 
     **Returns:** a `SinkhornResult` (plan, u, v, primal, dual, gap, marginal_error,
     iterations).
 
     **Raises:** `ValueError` naming the argument: weights negative or not summing to 1, a cost
-    with NaN or of the wrong shape, ε ≤ 0, an unknown divergence (listing the known ones) or
-    "tv", float32 input. `SinkhornNotConverged` when the final stage stops at `max_iters`
-    above `tol` (under `jit`/`vmap`/`grad`, an `equinox` runtime error with the same
-    message, without the number reached).
+    with NaN or of the wrong shape, ε ≤ 0 or so small that cost/ε overflows (max|c|/ε >
+    1e150), tol not > 0, max_iters not a positive integer, `init` not a pair of finite
+    potentials of shapes (n,), (m,), `eps_schedule` not a sequence decreasing strictly to
+    above ε, an unknown divergence (listing the known ones) or "tv", float32 input.
+    `SinkhornNotConverged` when the final stage stops at `max_iters` above `tol` (under
+    `jit`/`vmap`/`grad`, an `equinox` runtime error with the same message, without the
+    number reached).
 
     **Reference:** Terjék & González-Sánchez, "Optimal transport with f-divergence
     regularization and generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337),
@@ -184,21 +195,13 @@ def sinkhorn(
     b = check_weights("b", b)
     cost = check_cost(cost, a.shape[0], b.shape[0])
     eps = check_eps(eps)
-    tol = float(tol)
-    if not tol > 0:
-        raise ValueError(f"tol must be > 0, got {tol}")
-    if isinstance(max_iters, bool) or not isinstance(max_iters, (int, np.integer)) or max_iters < 1:
-        raise ValueError(f"max_iters must be a positive integer, got {max_iters!r}")
-    stages = [] if eps_schedule is None else [check_eps(e) for e in eps_schedule]
+    check_eps_for_cost(eps, cost)
+    tol, max_iters = check_limits(tol, max_iters)
+    stages = check_schedule(eps_schedule, eps)
     if init is None:
         u, v = jnp.zeros(a.shape), jnp.zeros(b.shape)
     else:
-        u, v = (jnp.asarray(p, dtype=float) for p in init)
-        if u.shape != a.shape or v.shape != b.shape:
-            raise ValueError(
-                f"init potentials of shapes {u.shape}, {v.shape} do not match "
-                f"a {a.shape} and b {b.shape}"
-            )
+        u, v = check_init(init, a, b)
     held = [jax.lax.stop_gradient(x) for x in (a, b, cost)]
     iterations = jnp.asarray(0)
     # ε, tol and max_iters as arrays: Python numbers would be static to `filter_jit`, and

@@ -77,7 +77,10 @@ def test_existing_folder_is_refused(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["--eps", "0,1"], "--eps: each ε must be in (0, 100]"),
+        (["--eps", "0,1"], "--eps: each ε must be in [1e-06, 100], got 0"),
+        # was cells failing with "refusing to write a non-finite number (inf)"
+        (["--eps", "1e-300,1", "--plan-eps", "1"], "--eps: each ε must be in [1e-06, 100]"),
+        (["--plan-eps", "1e-300"], "--plan-eps must be in [1e-06, 100], got 1e-300"),
         (["--plan-eps", "0.5"], "--plan-eps 0.5 must be one of --eps"),
         (["--n", "1"], "--n must lie in [2, 5000], got 1"),
         (["--tol", "0"], "--tol must be in [1e-15, 0.01]"),
@@ -86,3 +89,17 @@ def test_existing_folder_is_refused(tmp_path, capsys):
 def test_bad_values_exit_2_with_one_line_naming_the_flag(tmp_path, capsys, argv, says):
     assert _run("--out", tmp_path / "x", *SMALL, *argv) == 2
     assert says in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_not_converged_legend_entry_only_where_a_cell_failed(failed):
+    from experiments.transport._plots import _per_eps_figure
+
+    cells = {f: {"1": {"converged": True, "iterations": 3}} for f in ("kl", "chi2")}
+    cells["chi2"]["0.1"] = {"converged": not failed, "iterations": 7}
+    cells["kl"]["0.1"] = {"converged": True, "iterations": 5}
+    config = {"divergences": ["kl", "chi2"], "max_iters": 500}
+    fig = _per_eps_figure({"cells": cells}, config, "iterations", "iterations", "t", True)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[:2] == ["kl", "chi2"]
+    assert any("not converged" in label for label in labels) is failed

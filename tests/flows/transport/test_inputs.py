@@ -16,3 +16,67 @@ def test_an_array_of_several_eps_is_refused_naming_eps(eps):
         sinkhorn(A, A, COST, eps)
     with pytest.raises(ValueError, match=r"^eps must be one number"):
         particle_flow(jnp.zeros((2, 1)), jnp.ones((3, 1)), 1.0, eps=eps)
+
+
+B = jnp.ones(4) / 4
+COST34 = jnp.arange(12.0).reshape(3, 4) / 12
+
+
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        # was "could not convert string to float: 'x'"
+        ({"tol": "x"}, r"^tol must be a number, got 'x'"),
+        ({"tol": float("nan")}, r"^tol must be finite"),
+        ({"tol": 0.0}, r"^tol must be finite and > 0"),
+        ({"max_iters": "10"}, r"^max_iters must be a positive integer, got '10'"),
+        ({"max_iters": 0}, r"^max_iters must be a positive integer"),
+    ],
+)
+def test_bad_tol_and_max_iters_are_refused_naming_them(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        sinkhorn(A, B, COST34, 0.1, **kwargs)
+    with pytest.raises(ValueError, match=says):
+        particle_flow(jnp.zeros((2, 1)), jnp.ones((3, 1)), 1.0, eps=0.1, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "init, says",
+    [
+        # was "too many values to unpack (expected 2)"
+        (jnp.zeros(4), r"^init must be a pair \(u, v\) .* shapes \(3,\) and \(4,\), got Array"),
+        ((jnp.zeros(3),), r"^init must be a pair \(u, v\)"),
+        ((jnp.zeros(4), jnp.zeros(3)), r"^init must be a pair .* got shapes \(4,\) and \(3,\)"),
+        # was max_iters iterations, then "marginal error nan"
+        ((jnp.full(3, jnp.nan), jnp.zeros(4)), r"^init: the potential u holds NaN or inf"),
+        ((jnp.zeros(3), jnp.full(4, jnp.inf)), r"^init: the potential v holds NaN or inf"),
+    ],
+)
+def test_init_must_be_a_pair_of_finite_potentials(init, says):
+    with pytest.raises(ValueError, match=says):
+        sinkhorn(A, B, COST34, 0.1, init=init)
+
+
+@pytest.mark.parametrize(
+    "schedule, says",
+    [
+        (1.0, r"^eps_schedule must be a sequence .* got float 1.0"),  # was "not iterable"
+        (jnp.ones((2, 2)), r"^eps_schedule must be a sequence"),
+        ([0.01, 1.0], r"^eps_schedule must decrease .* eps_schedule\[0\]=0.01 is not above eps_"),
+        ([0.01], r"^eps_schedule must decrease .* eps_schedule\[0\]=0.01 is not above eps=0.1"),
+        ([1.0, 0.1], r"^eps_schedule must decrease .* eps_schedule\[1\]=0.1 is not above eps=0.1"),
+        ([1.0, -1.0], r"^eps_schedule: eps must be finite and > 0"),
+    ],
+)
+def test_eps_schedule_must_decrease_to_above_eps(schedule, says):
+    with pytest.raises(ValueError, match=says):
+        sinkhorn(A, B, COST34, 0.1, eps_schedule=schedule)
+
+
+def test_eps_so_small_that_cost_over_eps_overflows_is_refused():
+    # was max_iters iterations on NaN, then "marginal error nan"
+    says = r"^eps=4.94066e-324 is too small for a cost with entries in \[0, 0.916667\]"
+    with pytest.raises(ValueError, match=says + r".* smallest usable eps is .* = 9.17e-151"):
+        sinkhorn(A, B, COST34, 5e-324)
+    # a zero cost puts no bound on ε
+    assert float(sinkhorn(A, B, jnp.zeros((3, 4)), 1e-300).marginal_error.sum()) <= 1e-12

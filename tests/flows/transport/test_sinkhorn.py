@@ -168,6 +168,17 @@ def test_warm_start_and_eps_schedule_reach_the_same_plan():
     assert int(warm.iterations) <= 1
 
 
+def test_kl_from_a_far_warm_start_reaches_the_cold_plan():
+    # u spread over ±20 at ε = 0.01: the first shifted row sums Σ_j exp(f_i + k_ij + g_j)
+    # overflow or underflow, and the KL loop takes the max-shifted logsumexp instead
+    _, _, cost, a, b = _clouds(20, 15, seed=6)
+    cold = sinkhorn(a, b, cost, 0.01, "kl")
+    u = np.random.default_rng(1).uniform(-20.0, 20.0, 20)
+    far = sinkhorn(a, b, cost, 0.01, "kl", init=(u, np.zeros(15)))
+    np.testing.assert_allclose(far.plan, cold.plan, rtol=0, atol=1e-12)
+    assert float(far.marginal_error.max()) <= 1e-12
+
+
 def test_not_converged_raises_naming_eps_divergence_and_error():
     _, _, cost, a, b = _clouds(20, 15, seed=7)
     with pytest.raises(
