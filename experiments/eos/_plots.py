@@ -92,10 +92,28 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
             if name == "central_flow" and "sharpness_central" in a:
                 label += " (its S left)"
             ax_l.plot(t_flow[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
+    if "loss_gd_averaged" in a:
+        g = a["loss_gd_averaged"]
+        ax_l.plot(t_flow[: len(g)], g, color="tab:cyan", lw=1.4,
+                  label="GD's loss averaged (Gaussian filter, σ = 50 steps)")  # fmt: skip
     if "predicted_loss" in a:
         p = a["predicted_loss"]
         ax_l.plot(t_flow[: len(p)], p, color="tab:red", ls=":", lw=1.6,
-                  label="central flow: predicted time-averaged GD loss L + σ²/η")  # fmt: skip
+                  label="central flow: predicted time-averaged GD loss L + tr Σ/η")  # fmt: skip
+    error = (run.get("central_flow") or {}).get("predicted_loss_error")
+    if error:
+        ax_l.text(0.98, 0.98, f"predicted vs averaged after the edge:\nmean {error['mean']:.1%}, "
+                  f"max {error['max']:.1%}", transform=ax_l.transAxes, ha="right", va="top",
+                  fontsize=7, color="tab:red")  # fmt: skip
+    stopped = (run.get("central_flow") or {}).get("stopped")
+    if stopped:  # where and why the central flow ends, on the panels that draw it
+        k = (run.get("central_flow") or {}).get("k", 1)
+        why = f"λ_{k + 1} reaches 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
+        for ax in (ax_s, ax_l):
+            ax.axvline(stopped["t"], color="tab:red", lw=0.8, ls="-.", zorder=0)
+        ax_s.annotate(f"central flow (k = {k}) stops:\n{why}", (stopped["t"], 2 / eta),
+                      xytext=(4, 12), textcoords="offset points", fontsize=7,
+                      color="tab:red")  # fmt: skip
     ax_l.set_yscale("log")
     ax_l.set(xlabel=TIME, ylabel="training loss L (mean over points)", title="training loss")
     for name, (_, colour, ls) in FLOW_STYLE.items():
