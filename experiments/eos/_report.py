@@ -63,7 +63,9 @@ def _run_line(r) -> str:
         head += f"; central flow to t={c['t_final']:.4g} tracking up to {c.get('tracked_max')}"
     if stopped:
         k = c.get("k", 1)
-        why = f"eigenvalue {k + 1} reached 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
+        why = "step budget"
+        if "eigenvalue" in stopped["reason"]:
+            why = f"eigenvalue {k + 1} reached 2/η"
         head += f"; central flow (k = {k}) stopped at t={stopped['t']:.4g} ({why}), shown to there"
     error = c.get("predicted_loss_error")
     if error:
