@@ -67,7 +67,7 @@ def compare(
     reached; the central flow's `sharpness_central`, `predicted_loss`, `tracked` (m) and
     `loss_gd_averaged` (GD's loss under a Gaussian filter of `AVERAGE_SIGMA` steps, at the
     central flow's saves); `record["central_flow"]["predicted_loss_error"]` compares the
-    last two from GD's first save at 2/η on. A flow that
+    last two from GD's first save at 2/η on, 3σ from either end of GD's run. A flow that
     failed has no arrays and its reason in `record["failed"]`. `record` holds the numbers
     of results.json (no NaN).
 
@@ -195,7 +195,7 @@ def compare(
             if averaged is not None:
                 arrays["loss_gd_averaged"] = averaged
             record[name]["predicted_loss_error"] = _prediction_error(
-                averaged, flow.observables["predicted_loss"], flow.ts, record["t_edge"]
+                averaged, flow.observables["predicted_loss"], flow.ts, record["t_edge"], idx, K
             )
     record["loss_gd_final"] = float(traj.loss[-1])
     cos = arrays["update_cosine"]
@@ -234,20 +234,25 @@ def _averaged(loss_gd, idx, n):
     return gaussian_filter1d(np.asarray(loss_gd), AVERAGE_SIGMA, mode="nearest")[idx[:n]]
 
 
-def _prediction_error(averaged, predicted, ts, t_edge) -> dict | None:
+def _prediction_error(averaged, predicted, ts, t_edge, steps, last) -> dict | None:
     """|predicted − averaged| / averaged over the saves from GD's first at 2/η (`t_edge`)
-    on that both reached: mean, max and where the max is. None before the edge."""
+    on that both reached and whose filter window lies inside GD's run (steps (n,) of the
+    saves at least 3σ from step 0 and from GD's `last` step; nearer, the filter averages
+    over steps that were not run): mean, max and where the max is. None if no such save."""
     if averaged is None or t_edge is None:
         return None
     n = len(averaged)
-    after = np.flatnonzero(np.asarray(ts[:n]) >= t_edge)
+    steps, reach = np.asarray(steps[:n]), 3 * AVERAGE_SIGMA
+    inside = (np.asarray(ts[:n]) >= t_edge) & (steps >= reach) & (steps <= last - reach)
+    after = np.flatnonzero(inside)
     if not len(after):
         return None
     rel = np.abs(np.asarray(predicted[:n])[after] - averaged[after]) / averaged[after]
     i = int(np.argmax(rel))
     return {
         "what": f"|predicted − GD's loss under a Gaussian filter of σ = {AVERAGE_SIGMA} steps| / "
-        "the latter, over the central flow's saves from GD's first at 2/η on",
+        "the latter, over the central flow's saves from GD's first at 2/η on, at least 3σ "
+        "from either end of GD's run",
         "sigma_steps": AVERAGE_SIGMA,
         "mean": float(rel.mean()),
         "max": float(rel[i]),

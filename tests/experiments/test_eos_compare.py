@@ -245,8 +245,12 @@ def test_the_predicted_loss_error_is_measured_against_the_gaussian_average():
     inner = (idx >= 200) & (idx <= 800)
     np.testing.assert_allclose(averaged[inner], loss[idx][inner], rtol=1e-12)
     ts = 0.5 * idx  # η = 0.5
-    error = _prediction_error(averaged[inner], 1.03 * averaged[inner], ts[inner], t_edge=150.0)
+    # only saves 3σ = 150 steps from either end count: the filter is exact from step 200
+    window = (idx >= 150) & (idx <= 850)
+    predicted = np.where(window, 1.03 * averaged, 5.0)
+    error = _prediction_error(averaged, predicted, ts, 100.0, idx, 1000)
     assert error["mean"] == pytest.approx(0.03, rel=1e-12)
-    assert error["max"] == pytest.approx(0.03, rel=1e-12)
-    assert error["from_t"] == 150.0 and error["saves"] == np.count_nonzero(ts[inner] >= 150)
-    assert _prediction_error(averaged, averaged, ts, t_edge=None) is None
+    assert error["max"] == pytest.approx(0.03, rel=1e-12)  # 5.0 outside is left out
+    assert error["from_t"] == 100.0 and error["saves"] == 326  # steps 200, 202, …, 850
+    assert _prediction_error(averaged, averaged, ts, None, idx, 1000) is None
+    assert _prediction_error(averaged, averaged, ts, 100.0, idx, 300) is None  # too short
