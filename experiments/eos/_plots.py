@@ -93,9 +93,12 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
                 label += " (its S left)"
             ax_l.plot(t_flow[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
     if "loss_gd_averaged" in a:
-        g = a["loss_gd_averaged"]
-        ax_l.plot(t_flow[: len(g)], g, color="tab:cyan", lw=1.4,
-                  label="GD's loss averaged (Gaussian filter, σ = 50 steps)")  # fmt: skip
+        g, tg = a["loss_gd_averaged"], t_flow[: len(a["loss_gd_averaged"])]
+        # only where the filter's window (±3σ) lies inside GD's run, as the error is measured
+        reach = (150 - 1e-9) * eta  # 3σ of 50 steps
+        inside = (tg >= reach) & (tg <= a["t_gd"][-1] - reach)
+        ax_l.plot(tg[inside], g[inside], color="tab:cyan", lw=1.4,
+                  label="GD's loss, Gaussian average (σ = 50 steps; 3σ from the ends)")  # fmt: skip
     if "predicted_loss" in a:
         p = a["predicted_loss"]
         ax_l.plot(t_flow[: len(p)], p, color="tab:red", ls=":", lw=1.6,
