@@ -111,7 +111,8 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
     stopped = (run.get("central_flow") or {}).get("stopped")
     if stopped:  # where and why the central flow ends, on the panels that draw it
         k = (run.get("central_flow") or {}).get("k", 1)
-        why = f"λ_{k + 1} reaches 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
+        sub = str(k + 1).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+        why = f"λ{sub} reaches 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
         for ax in (ax_s, ax_l):
             ax.axvline(stopped["t"], color="tab:red", lw=0.8, ls="-.", zorder=0)
         ax_s.annotate(f"central flow (k = {k}) stops:\n{why}", (stopped["t"], 2 / eta),
