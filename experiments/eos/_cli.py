@@ -89,7 +89,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_list(g, "--etas", default=d["etas"], help=f"GD step sizes η, flow time ({d['etas']})")
     g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (80)")
     g.add_argument(
-        "--k", type=int, default=d["k"], help="top Hessian eigenvalues recorded along GD (1)"
+        "--k",
+        type=int,
+        default=d["k"],
+        help=f"top Hessian eigenvalues recorded along GD, and the most the central flow tracks "
+        f"at 2/η: it stops where one more reaches 2/η ({d['k']})",
     )
     add_list(
         g,

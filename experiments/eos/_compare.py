@@ -21,6 +21,7 @@ FLOWS = ("gradient_flow", "modified_flow", "central_flow")
 _FLOW_NAMES = tuple(f.removesuffix("_flow") for f in FLOWS)  # as `flows_compared` names them
 LANCZOS_MAX_ITERS = 40  # warm-started along GD: a few products per save (cheaper than 200)
 LANCZOS_TOL = 1e-9  # relative Ritz residual: S to 1e-9 relative, plenty against 2/η
+AVERAGE_SIGMA = 50  # GD steps: the Gaussian filter of GD's time-averaged loss (Cohen et al. 2025)
 
 
 def compare(
@@ -43,13 +44,14 @@ def compare(
     **Arguments:**
     - `loss`: the full-batch loss, a scalar function of the parameter pytree `params0`.
     - `eta`: the step η > 0 (flow time); `t1` the horizon (> η).
-    - `k`: top Hessian eigenvalues recorded along GD (1 ≤ k ≤ p).
+    - `k`: top Hessian eigenvalues recorded along GD (1 ≤ k ≤ p), and the most the central
+      flow tracks at 2/η (k < p).
     - `every`: GD steps between sharpness evaluations and flow saves.
     - `settings`: the flows' `flows.SolveSettings` (default: those of `gradflows run eos`,
       Tsit5 at rtol 1e-6, atol 1e-8: `experiments.eos._cli.DEFAULTS`).
     - `flows_compared`: which of "gradient", "modified", "central".
-    - `central_max_steps`: the central flow's step budget. It tracks one eigenvalue
-      (k = 1): where a second one reaches 2/η (`flows.large_steps.EdgeLimitReached`) or the
+    - `central_max_steps`: the central flow's step budget. It tracks up to k eigenvalues:
+      where eigenvalue k + 1 reaches 2/η (`flows.large_steps.EdgeLimitReached`) or the
       budget runs out, it is kept up to the last save before, and
       `record["central_flow"]["stopped"]` says where and why.
     - `report(t, t1, what)`: progress, the time reached by each part in turn ("gradient
@@ -62,7 +64,10 @@ def compare(
     `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; `distance_gd_from_init` (T,) =
     ‖w_GD(t) − w_0‖ at the save times `t`; per flow `loss_<flow>` (at
     the flows' times), `distance_<flow>` = ‖w_GD(t) − w_flow(t)‖ over the times both
-    reached; the central flow's `sharpness_central` and `predicted_loss`. A flow that
+    reached; the central flow's `sharpness_central`, `predicted_loss`, `tracked` (m) and
+    `loss_gd_averaged` (GD's loss under a Gaussian filter of `AVERAGE_SIGMA` steps, at the
+    central flow's saves); `record["central_flow"]["predicted_loss_error"]` compares the
+    last two from GD's first save at 2/η on, 3σ from either end of GD's run. A flow that
     failed has no arrays and its reason in `record["failed"]`. `record` holds the numbers
     of results.json (no NaN).
 
@@ -154,9 +159,9 @@ def compare(
         report(0.0, t_end, what)
         try:
             flow = _flow(name, loss, params0, t_end, t_flow, eta, settings, central_max_steps,
-                         lambda t, t1, what=what: report(t, t1, what))  # fmt: skip
+                         lambda t, t1, what=what: report(t, t1, what), k)  # fmt: skip
         except (flows.MaxStepsReached, EdgeLimitReached) as e:
-            # The central flow tracks one eigenvalue (k = 1): it stops where a second reaches
+            # The central flow tracks up to k eigenvalues: it stops where one more reaches
             # 2/η (or its step budget runs out); it is kept up to the last save before.
             stopped = {"t": float(e.t), "reason": " ".join(str(e).split())}
             flow = getattr(e, "partial", None)
@@ -183,6 +188,15 @@ def compare(
             arrays["predicted_loss"] = flow.observables["predicted_loss"]
             record[name]["events"] = [[float(te), phase] for te, phase in flow.stats["events"]]
             record[name]["predicted_loss_final"] = float(flow.observables["predicted_loss"][-1])
+            arrays["tracked"] = np.asarray(flow.observables["tracked"])
+            record[name]["tracked_max"] = int(arrays["tracked"].max())
+            record[name]["k"] = k
+            averaged = _averaged(traj.loss, idx, len(flow.ts))
+            if averaged is not None:
+                arrays["loss_gd_averaged"] = averaged
+            record[name]["predicted_loss_error"] = _prediction_error(
+                averaged, flow.observables["predicted_loss"], flow.ts, record["t_edge"], idx, K
+            )
     record["loss_gd_final"] = float(traj.loss[-1])
     cos = arrays["update_cosine"]
     record["update_cosine_mean_last_half"] = float(cos[len(cos) // 2 :].mean()) if len(cos) else 0.0
@@ -209,7 +223,46 @@ def _edge_summary(t, S, eta) -> dict:
     }
 
 
-def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None, report=None):
+def _averaged(loss_gd, idx, n):
+    """GD's loss under a Gaussian filter of `AVERAGE_SIGMA` steps (its time average, as the
+    central flow predicts it), at the first n saves `idx` that GD reached; None if none."""
+    from scipy.ndimage import gaussian_filter1d
+
+    n = min(n, len(idx))
+    if n < 1:
+        return None
+    return gaussian_filter1d(np.asarray(loss_gd), AVERAGE_SIGMA, mode="nearest")[idx[:n]]
+
+
+def _prediction_error(averaged, predicted, ts, t_edge, steps, last) -> dict | None:
+    """|predicted − averaged| / averaged over the saves from GD's first at 2/η (`t_edge`)
+    on that both reached and whose filter window lies inside GD's run (steps (n,) of the
+    saves at least 3σ from step 0 and from GD's `last` step; nearer, the filter averages
+    over steps that were not run): mean, max and where the max is. None if no such save."""
+    if averaged is None or t_edge is None:
+        return None
+    n = len(averaged)
+    steps, reach = np.asarray(steps[:n]), 3 * AVERAGE_SIGMA
+    inside = (np.asarray(ts[:n]) >= t_edge) & (steps >= reach) & (steps <= last - reach)
+    after = np.flatnonzero(inside)
+    if not len(after):
+        return None
+    rel = np.abs(np.asarray(predicted[:n])[after] - averaged[after]) / averaged[after]
+    i = int(np.argmax(rel))
+    return {
+        "what": f"|predicted − GD's loss under a Gaussian filter of σ = {AVERAGE_SIGMA} steps| / "
+        "the latter, over the central flow's saves from GD's first at 2/η on, at least 3σ "
+        "from either end of GD's run",
+        "sigma_steps": AVERAGE_SIGMA,
+        "mean": float(rel.mean()),
+        "max": float(rel[i]),
+        "t_max": float(ts[after[i]]),
+        "from_t": float(ts[after[0]]),
+        "saves": int(len(after)),
+    }
+
+
+def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None, report=None, k=1):
     if name == "gradient_flow":
         return flows.gradient_flow(loss, params0, t1, ts=ts, settings=settings)
     if name == "modified_flow":
@@ -217,8 +270,8 @@ def _flow(name, loss, params0, t1, ts, eta, settings, central_max_steps=None, re
     if central_max_steps is not None:
         settings = settings.replace(max_steps=min(settings.max_steps, central_max_steps))
     # count=False: no host callbacks, so that later processes load the program from the cache
-    return central_flow(loss, params0, t1, eta=eta, ts=ts, settings=settings, report=report,
-                        count=False)  # fmt: skip
+    return central_flow(loss, params0, t1, eta=eta, k=k, ts=ts, settings=settings,
+                        report=report, count=False)  # fmt: skip
 
 
 def _subsample(traj, idx):

@@ -92,10 +92,32 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
             if name == "central_flow" and "sharpness_central" in a:
                 label += " (its S left)"
             ax_l.plot(t_flow[: len(y)], y, color=colour, ls=ls, lw=1.4, label=label)
+    if "loss_gd_averaged" in a:
+        g, tg = a["loss_gd_averaged"], t_flow[: len(a["loss_gd_averaged"])]
+        # only where the filter's window (±3σ) lies inside GD's run, as the error is measured
+        reach = (150 - 1e-9) * eta  # 3σ of 50 steps
+        inside = (tg >= reach) & (tg <= a["t_gd"][-1] - reach)
+        ax_l.plot(tg[inside], g[inside], color="tab:cyan", lw=1.4,
+                  label="GD's loss, Gaussian average (σ = 50 steps; 3σ from the ends)")  # fmt: skip
     if "predicted_loss" in a:
         p = a["predicted_loss"]
         ax_l.plot(t_flow[: len(p)], p, color="tab:red", ls=":", lw=1.6,
-                  label="central flow: predicted time-averaged GD loss L + σ²/η")  # fmt: skip
+                  label="central flow: predicted time-averaged GD loss L + tr Σ/η")  # fmt: skip
+    error = (run.get("central_flow") or {}).get("predicted_loss_error")
+    if error:
+        ax_l.text(0.98, 0.98, f"predicted vs averaged after the edge:\nmean {error['mean']:.1%}, "
+                  f"max {error['max']:.1%}", transform=ax_l.transAxes, ha="right", va="top",
+                  fontsize=7, color="tab:red")  # fmt: skip
+    stopped = (run.get("central_flow") or {}).get("stopped")
+    if stopped:  # where and why the central flow ends, on the panels that draw it
+        k = (run.get("central_flow") or {}).get("k", 1)
+        sub = str(k + 1).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+        why = f"λ{sub} reaches 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
+        for ax in (ax_s, ax_l):
+            ax.axvline(stopped["t"], color="tab:red", lw=0.8, ls="-.", zorder=0)
+        ax_s.annotate(f"central flow (k = {k}) stops:\n{why}", (stopped["t"], 2 / eta),
+                      xytext=(4, 12), textcoords="offset points", fontsize=7,
+                      color="tab:red")  # fmt: skip
     ax_l.set_yscale("log")
     ax_l.set(xlabel=TIME, ylabel="training loss L (mean over points)", title="training loss")
     for name, (_, colour, ls) in FLOW_STYLE.items():

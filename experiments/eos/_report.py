@@ -30,6 +30,8 @@ def results(done) -> dict:
             "update_cosine": "cos(Δw_t, w_t − w_0), Δw_t = w_t − w_(t−η): the plain quantity, "
             "not the νP of Terjék 2025 (not public)",
             "predicted_loss": "central flow: L + σ²/η, its prediction of GD's time-averaged loss",
+            "predicted_loss_error": "central flow: |predicted − GD's loss under a Gaussian "
+            "filter of σ = 50 steps| / the latter, from GD's first save at 2/η on",
         },
     }
 
@@ -55,10 +57,22 @@ def _run_line(r) -> str:
     ]
     if gaps:
         head += "; ‖GD − flow‖ at the end: " + ", ".join(gaps)
-    stopped = r.get("central_flow", {}).get("stopped")
+    c = r.get("central_flow", {})
+    stopped = c.get("stopped")
+    if c and not stopped:
+        head += f"; central flow to t={c['t_final']:.4g} tracking up to {c.get('tracked_max')}"
     if stopped:
-        why = "eigenvalue 2 reached 2/η" if "eigenvalue" in stopped["reason"] else "step budget"
-        head += f"; central flow (k = 1) stopped at t={stopped['t']:.4g} ({why}), shown to there"
+        k = c.get("k", 1)
+        why = "step budget"
+        if "eigenvalue" in stopped["reason"]:
+            why = f"eigenvalue {k + 1} reached 2/η"
+        head += f"; central flow (k = {k}) stopped at t={stopped['t']:.4g} ({why}), shown to there"
+    error = c.get("predicted_loss_error")
+    if error:
+        head += (
+            f"; its predicted loss against GD's averaged (σ = {error['sigma_steps']} steps) "
+            f"after the edge: mean {error['mean']:.2%}, max {error['max']:.2%}"
+        )
     for name, why in r["failed"].items():
         head += f"; {name} failed: {why}"
     o = r.get("optimizer")

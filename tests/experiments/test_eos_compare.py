@@ -229,3 +229,28 @@ def test_gd_past_the_edge_is_not_warned_once_per_chunk():
         warnings.simplefilter("always")
         descend(quadratic, W0, eta=0.7, steps=200)
     assert not [w for w in caught if "S(0)" in str(w.message)], [str(w.message) for w in caught]
+
+
+def test_the_predicted_loss_error_is_measured_against_the_gaussian_average():
+    # GD's loss linear in the step: a symmetric Gaussian filter (σ = 50 steps, cut at 4σ)
+    # leaves it unchanged more than 200 steps from either end; a prediction 3 % above it
+    # has error 3 % at every save there, and none before the edge.
+    from experiments.eos._compare import AVERAGE_SIGMA, _averaged, _prediction_error
+
+    assert AVERAGE_SIGMA == 50
+    steps = np.arange(1001)
+    loss = 2.0 + 1e-3 * steps
+    idx = steps[::2]
+    averaged = _averaged(loss, idx, len(idx))
+    inner = (idx >= 200) & (idx <= 800)
+    np.testing.assert_allclose(averaged[inner], loss[idx][inner], rtol=1e-12)
+    ts = 0.5 * idx  # η = 0.5
+    # only saves 3σ = 150 steps from either end count: the filter is exact from step 200
+    window = (idx >= 150) & (idx <= 850)
+    predicted = np.where(window, 1.03 * averaged, 5.0)
+    error = _prediction_error(averaged, predicted, ts, 100.0, idx, 1000)
+    assert error["mean"] == pytest.approx(0.03, rel=1e-12)
+    assert error["max"] == pytest.approx(0.03, rel=1e-12)  # 5.0 outside is left out
+    assert error["from_t"] == 100.0 and error["saves"] == 326  # steps 200, 202, …, 850
+    assert _prediction_error(averaged, averaged, ts, None, idx, 1000) is None
+    assert _prediction_error(averaged, averaged, ts, 100.0, idx, 300) is None  # too short
