@@ -273,6 +273,21 @@ def open_run(name: str, out, resume, args, s: dict, defaults: dict, settings=Non
     return folder, stored, s
 
 
+def open_recorded_run(name: str, args, settings, keys) -> tuple["RunFolder", dict]:
+    """`(folder, s)` of an experiment that records its settings whole, as config.json's
+    "settings": a new run's `settings(args)`, or on `--resume` the recorded settings, each of
+    `keys` required (`check_recorded`) and checked by `settings` (`recheck_settings`).
+    Raises `UsageError`."""
+    folder = RunFolder.choose(name, args.out, args.resume)
+    if not folder.resumed:
+        return folder, settings(args)
+    config = folder.stored_config()
+    check_recorded(config, folder.path, ["settings"])
+    check_recorded(config["settings"], folder.path, list(keys), where="settings")
+    recheck_settings(settings, args, config["settings"], folder.path)
+    return folder, config["settings"]
+
+
 def check_resumed_digest(config: dict | None, folder: str, key: str, digest: str, what: str):
     """On `--resume` (`config` the stored config.json, None for a new run): refuse, naming
     the folder, unless the run recorded `digest` under `key` (a SHA-256 of `what`: the data

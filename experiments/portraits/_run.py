@@ -4,7 +4,7 @@ then written as `<name>.npz`, summarised in results.json and drawn."""
 from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
 from .._options import UsageError
-from .._run_folder import RunFolder, check_recorded, recheck_settings
+from .._run_folder import open_recorded_run
 from ._cli import SETTINGS, settings
 from ._tasks import figure_task
 
@@ -12,15 +12,7 @@ PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'figure': name
 
 
 def run(args) -> int:
-    folder = RunFolder.choose("portrait", args.out, args.resume)
-    if folder.resumed:
-        config = folder.stored_config()
-        check_recorded(config, folder.path, ["settings"])
-        check_recorded(config["settings"], folder.path, list(SETTINGS), where="settings")
-        s = config["settings"]
-        recheck_settings(settings, args, s, folder.path)
-    else:
-        s = settings(args)
+    folder, s = open_recorded_run("portrait", args, settings, SETTINGS)
     with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
         return _run(folder, s, sweep)
 
