@@ -442,3 +442,13 @@ def from_args(args) -> Sweep:
     """The `Sweep` of the parsed `--workers`/`--scheduler` options (`_sweep_options`);
     connects to a scheduler at once. Raises `UsageError` as `Sweep` does."""
     return Sweep(args.workers, args.scheduler, progress=not args.no_progress)
+
+
+def run_with_sweep(args, settings, body) -> int:
+    """`body(args, s, sweep, start)` of an experiment's run: `start` its `time.perf_counter()`
+    at the call, `s = settings(args)` (the options checked before any cluster starts), and
+    `sweep` the `Sweep` of the options (`from_args`), closed when `body` returns or raises."""
+    start = time.perf_counter()
+    s = settings(args)
+    with from_args(args) as sweep:  # an unreachable --scheduler fails here
+        return body(args, s, sweep, start)

@@ -21,10 +21,7 @@ PARTS = (
 
 
 def run(args) -> int:
-    start = time.perf_counter()
-    s = settings(args)
-    with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
-        return _run(args, s, sweep, start)
+    return _sweep.run_with_sweep(args, settings, _run)
 
 
 def _run(args, s, sweep, start) -> int:
