@@ -116,6 +116,8 @@ def draw_locus(d):
 
 
 def draw_mixture_samples(panels, columns=4):
+    # at most one column per save: --saves 3 drew a fourth column of empty panels
+    columns = max(1, min(columns, *(len(d["ts"]) for _, d in panels)))
     rows = [(name, run) for name, _ in panels for run in ("flow", "simgd")]
     fig = new_figure(2.3 * columns, 2.25 * len(rows) + 0.5)
     axes = fig.subplots(len(rows), columns, squeeze=False)
@@ -131,6 +133,7 @@ def draw_mixture_samples(panels, columns=4):
             ax.set_aspect("equal")
             ax.tick_params(labelsize=6)
             if c >= len(picks):
+                ax.set_visible(False)
                 continue
             i = picks[c]
             ax.plot(d["real"][:, 0], d["real"][:, 1], ".", color="0.6", ms=2)
@@ -156,7 +159,7 @@ def draw_mixture_samples(panels, columns=4):
     ]
     figure_legend(fig, handles, ncol=3)
     fig.suptitle("2-D mixture: generated samples over flow time, exact GDA flow (black) vs "
-                 "SimGD at the same t (red)", fontsize=10)  # fmt: skip
+                 "SimGD at the same t (red)", fontsize=10, wrap=True)  # fmt: skip
     return fig
 
 
@@ -183,8 +186,9 @@ def _per_variant(panels, key, ylabel, title, log=False):
         ax.set_title(LABELS.get(name, name), fontsize=9)
         ax.set_xlabel(TIME_LABEL, fontsize=7)
         ax.set_ylabel(ylabel, fontsize=8)
-    figure_legend(fig, *axes.flat[0].get_legend_handles_labels(), ncol=4)
-    fig.suptitle(title, fontsize=10)
+    # four columns ran past both edges of a one-panel figure
+    figure_legend(fig, *axes.flat[0].get_legend_handles_labels(), ncol=4 if cols > 1 else 2)
+    fig.suptitle(title, fontsize=10, wrap=True)  # one panel: it ran past both edges
     return fig
 
 
