@@ -103,3 +103,20 @@ def test_not_converged_legend_entry_only_where_a_cell_failed(failed):
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels[:2] == ["kl", "chi2"]
     assert any("not converged" in label for label in labels) is failed
+
+
+@pytest.mark.parametrize(
+    "grid, plan", [("1,0.1,0.01,0.001", 0.01), ("1,0.1", 0.1), ("0.003,0.0001", 0.003)]
+)
+def test_plan_eps_not_given_is_the_grid_value_nearest_0_01(grid, plan):
+    """`--eps 1,0.1` alone exited 2 with "--plan-eps 0.01 must be one of --eps", naming an
+    option the user had not given."""
+    import argparse
+
+    from experiments.transport._cli import add_arguments, settings
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert settings(parser.parse_args(["--eps", grid]))["plan_eps"] == plan
+    given = settings(parser.parse_args(["--eps", grid, "--plan-eps", grid.split(",")[0]]))
+    assert given["plan_eps"] == float(grid.split(",")[0])
