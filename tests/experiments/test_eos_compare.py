@@ -222,6 +222,23 @@ def test_gd_diverging_at_once_still_gets_the_requested_flows_and_a_figure_that_s
     assert any("GD stops at step 1 (t = 50): diverged" in t for t in texts), texts
 
 
+def test_gd_above_the_edge_from_the_start_is_not_said_to_reach_it_and_hover():
+    # η = 1, S = 3 > 2/η = 2 at every point: GD diverges at step 6 (the closed form above).
+    # The figure's title read "passes 2/η at t = 0 and hovers there (median S/(2/η) = 1.5
+    # after)" and the printed line "S reached 2/η at t=0"
+    from experiments.eos._plots import eta_figure
+    from experiments.eos._report import _run_line
+
+    record, arrays = compare(quadratic, W0, eta=1.0, t1=20.0, flows_compared=("gradient",))
+    assert record["diverged"]["step"] == 6 and record["hover"]["median"] == pytest.approx(1.5)
+    title = eta_figure(record, arrays)._suptitle.get_text().splitlines()[0]
+    assert title == (
+        "GD at η = 1: diverges at step 6 (t = 6); S above 2/η from the start (S(0)/(2/η) 1.5)"
+    )
+    line = _run_line(record)
+    assert "S above 2/η from the start (S0/(2/η) 1.5), then" in line and "reached" not in line
+
+
 def test_gd_past_the_edge_is_not_warned_once_per_chunk():
     # η = 0.7 > 2/S(0) = 0.667: gradient_descent warns EdgeOfStabilityWarning once per call;
     # descend calls it per chunk of 50 steps (3 warnings here, GD diverging at step 41)
