@@ -163,6 +163,8 @@ def test_an_excursion_open_at_the_horizon_is_followed_past_it():
         ({"eta": 0.1, "report": None}, TypeError, "^report must be a callable"),
         # inf said "cannot convert float infinity to integer"; t1=1e12 ran 1e13 steps
         ({"eta": 0.1, "t1": float("inf")}, ValueError, "^t1 must be finite, got inf$"),
+        # NaN said "t1 must be at least one step eta=0.1, got nan"
+        ({"eta": 0.1, "t1": float("nan")}, ValueError, "^t1 must be finite, got nan$"),
         (
             {"eta": 0.1, "t1": 1e12},
             ValueError,
@@ -185,6 +187,12 @@ def test_bad_arguments_raise_one_line_naming_them(kwargs, error, says):
     with pytest.raises(error, match=says) as info:
         compare(quadratic, W0, **{"t1": 1.0, **kwargs})
     assert "\n" not in str(info.value)
+
+
+def test_non_finite_params0_is_refused_naming_params0():
+    # was named "params", the argument of flows.sharpness that compare calls
+    with pytest.raises(ValueError, match="^params0: non-finite values"):
+        compare(quadratic, {"w": jnp.array([np.nan, 1.0, 1.0])}, eta=0.1, t1=1.0)
 
 
 def test_a_loss_that_is_not_scalar_is_refused_naming_loss():
