@@ -69,7 +69,8 @@ def settings(args) -> dict:
         if not EPS_MIN <= e <= 100:
             raise UsageError(f"--eps: each ε must be in [{EPS_MIN:g}, 100], got {e:g}")
     if s["plan_eps"] is None:
-        s["plan_eps"] = min(s["eps"], key=lambda e: abs(math.log(e / PLAN_EPS)))
+        # a tie (0.1 and 0.001) goes to the larger ε, not to round-off in the logarithms
+        s["plan_eps"] = min(s["eps"], key=lambda e: (round(abs(math.log10(e / PLAN_EPS)), 9), -e))
     if not EPS_MIN <= s["plan_eps"] <= 100:
         raise UsageError(f"--plan-eps must be in [{EPS_MIN:g}, 100], got {s['plan_eps']:g}")
     if s["plan_eps"] not in s["eps"]:
