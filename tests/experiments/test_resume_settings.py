@@ -108,6 +108,8 @@ UNUSED = [
     (["--optimizer", "rmsprop", "--beta", "0.9"], "--beta is not used by --optimizer rmsprop"),
     (["--optimizer", "momentum", "--eps", "1e-6"], "--eps is not used by --optimizer momentum"),
     (["--beta2", "0.9"], "--beta2 is not used by --optimizer gd"),
+    # refused only by RMSProp's central flow, inside each task after the rest had run
+    (["--optimizer", "rmsprop", "--beta2", "0"], "--beta2 must lie in (0, 1) for --optimizer"),
 ]
 
 
