@@ -40,7 +40,8 @@ def draw_portraits(panels):
     n = len(panels)
     cols = min(4, n)
     rows = math.ceil(n / cols)
-    fig = new_figure(3.1 * cols, 3.0 * rows + 0.6)
+    # at least two panels wide: one panel (--dirac gan) ran its title and legend off the page
+    fig = new_figure(3.1 * max(cols, 2), 3.0 * rows + 0.6)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
@@ -67,9 +68,12 @@ def draw_portraits(panels):
                       label="SimGD (consensus panel: consensus optimisation)"),
                Line2D([], [], color="tab:blue", marker=".", lw=0.6, label="AltGD"),
                Line2D([], [], color="0.7", lw=2, label="direction of the GDA field")]  # fmt: skip
-    figure_legend(fig, handles, ncol=4)
-    fig.suptitle("Dirac-GAN: zero-sum unregularised orbits are closed, SimGD spirals out, "
-                 "AltGD stays bounded; R1, noise, consensus and MY converge to (0, 0)")  # fmt: skip
+    figure_legend(fig, handles, ncol=4 if cols > 2 else 2)
+    fig.suptitle(
+        "Dirac-GAN: zero-sum unregularised orbits are closed, SimGD spirals out, "
+        "AltGD stays bounded; R1, noise, consensus and MY converge to (0, 0)",
+        wrap=True,
+    )  # fmt: skip  (--dirac gan: one panel, both ran past its edges)
     return fig
 
 

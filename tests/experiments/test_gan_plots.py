@@ -36,6 +36,14 @@ def _outside(fig) -> list[str]:
     return problems
 
 
+def test_one_dirac_variant_keeps_the_portraits_texts_inside():
+    grid = np.stack(np.meshgrid(np.linspace(-2, 2, 5), np.linspace(-2, 2, 5)), -1)
+    orbit = np.stack([np.cos(np.linspace(0, 3, 20)), np.sin(np.linspace(0, 3, 20))], -1)
+    d = {"grid": grid, "field": grid[..., ::-1] * [1, -1], "orbit": orbit, "simgd": orbit,
+         "altgd": orbit}  # fmt: skip
+    assert _outside(_plots.draw_portraits([("gan", d)])) == []
+
+
 def test_one_variant_figures_keep_their_texts_inside_and_draw_no_empty_panel():
     panels = [("r1", _mixture())]
     samples = _plots.draw_mixture_samples(panels)
