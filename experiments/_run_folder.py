@@ -273,10 +273,12 @@ def open_run(name: str, out, resume, args, s: dict, defaults: dict, settings=Non
     return folder, stored, s
 
 
-def open_recorded_run(name: str, args, settings, keys) -> tuple["RunFolder", dict]:
+def open_recorded_run(name: str, args, settings, keys, add_arguments) -> tuple["RunFolder", dict]:
     """`(folder, s)` of an experiment that records its settings whole, as config.json's
     "settings": a new run's `settings(args)`, or on `--resume` the recorded settings, each of
-    `keys` required (`check_recorded`) and checked by `settings` (`recheck_settings`).
+    `keys` required (`check_recorded`), checked by `settings` (`recheck_settings`), and an
+    option given now that would change them refused (`refuse_changed_options`;
+    `add_arguments` builds the experiment's parser, for the options' defaults).
     Raises `UsageError`."""
     folder = RunFolder.choose(name, args.out, args.resume)
     if not folder.resumed:
@@ -285,7 +287,36 @@ def open_recorded_run(name: str, args, settings, keys) -> tuple["RunFolder", dic
     check_recorded(config, folder.path, ["settings"])
     check_recorded(config["settings"], folder.path, list(keys), where="settings")
     recheck_settings(settings, args, config["settings"], folder.path)
+    refuse_changed_options(settings, args, config["settings"], folder.path, add_arguments)
     return folder, config["settings"]
+
+
+def refuse_changed_options(settings, args, recorded: dict, folder: str, add_arguments) -> None:
+    """On `--resume` of an experiment that records its settings whole: refuse an option
+    given now (not at its default) that would change the recorded settings. gan, portrait
+    and balance ran `--resume DIR --t1 3` with the run's t1 and no word. Each such option is
+    put in place of its recorded value and `settings` compared; an option that does not
+    change them (`--workers`, `--no-progress`) passes. Raises `UsageError` naming the flag."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    defaults = vars(parser.parse_args([]))
+    run = {**vars(args), **{key: value for key, value in recorded.items() if hasattr(args, key)}}
+    kept = settings(argparse.Namespace(**run))
+    for key, value in vars(args).items():
+        if key not in defaults or value == defaults[key] or value == run[key]:
+            continue
+        try:
+            changed = settings(argparse.Namespace(**{**run, key: value})) != kept
+        except UsageError as e:  # the value itself is refused: say so, on --resume
+            raise UsageError(f"--resume {folder!r}: {e}") from None
+        if changed:
+            was = run[key]
+            was = ",".join(map(str, was)) if isinstance(was, list) else was
+            now = ",".join(map(str, value)) if isinstance(value, list) else value
+            raise UsageError(
+                f"--resume {folder!r}: {flag(key)} {now} differs from the run's {was}; drop "
+                "the option or start a new run"
+            )
 
 
 def check_resumed_digest(config: dict | None, folder: str, key: str, digest: str, what: str):

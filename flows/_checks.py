@@ -85,7 +85,7 @@ def check_finite(name: str, tree) -> None:
                 raise ValueError(f"{name}: non-finite values (NaN or inf)")
 
 
-def check_observables(observables, params=None) -> tuple:
+def check_observables(observables, params=None, argument: str = "observables") -> tuple:
     """`observables` (`{name: fn(params) -> array}`, or None) as sorted `(name, fn)` pairs.
     With `params` (the start of the flow), each is also traced once on it
     (`equinox.filter_eval_shape`: no computation), so that an observable written for another
@@ -94,34 +94,36 @@ def check_observables(observables, params=None) -> tuple:
     a function (a list of functions used to fail as "'list' object has no attribute
     'items'", a string as "'str' object is not callable" inside the solve); `ValueError`
     naming `observables['name']` when it fails on `params` (a shape mismatch: written for
-    another model) and `TypeError` naming it when it returns no number (a str, None)."""
+    another model) and `TypeError` naming it when it returns no number (a str, None).
+    `argument`: the name in the messages (`central_flow`'s `predicted` was called
+    observables)."""
     if observables is None:
         return ()
     if not isinstance(observables, Mapping):
         raise TypeError(
-            "observables must be a dict {name: fn(params) -> array}, got "
+            f"{argument} must be a dict {{name: fn(params) -> array}}, got "
             f"{type(observables).__name__}"
         )
     for name, fn in observables.items():
         if not isinstance(name, str):
-            raise TypeError(f"observables: each name must be a str, got {name!r}")
+            raise TypeError(f"{argument}: each name must be a str, got {name!r}")
         if not callable(fn):
             raise TypeError(
-                f"observables[{name!r}] must be a function of the parameters, got "
+                f"{argument}[{name!r}] must be a function of the parameters, got "
                 f"{type(fn).__name__}"
             )
         if params is not None:
-            _check_observable(name, fn, params)
+            _check_observable(f"{argument}[{name!r}]", fn, params)
     return tuple(sorted(observables.items()))
 
 
-def _check_observable(name: str, fn, params) -> None:
+def _check_observable(entry: str, fn, params) -> None:
     try:
         out = eqx.filter_eval_shape(fn, params)
     except Exception as e:  # whatever the user's function raises on these parameters
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise ValueError(
-            f"observables[{name!r}] fails on the parameters of this flow ({type(e).__name__}: "
+            f"{entry} fails on the parameters of this flow ({type(e).__name__}: "
             f"{first}); is it written for another model?"
         ) from None
     leaves = jax.tree.leaves(out)
@@ -133,11 +135,11 @@ def _check_observable(name: str, fn, params) -> None:
         )
         if not ok:
             raise TypeError(
-                f"observables[{name!r}] must return numbers (an array or a pytree of arrays), "
+                f"{entry} must return numbers (an array or a pytree of arrays), "
                 f"got {type(leaf).__name__} {leaf!r:.60}"
             )
     if not leaves:
-        raise TypeError(f"observables[{name!r}] must return numbers, got {out!r:.60}")
+        raise TypeError(f"{entry} must return numbers, got {out!r:.60}")
 
 
 def check_ts(ts, t1: float) -> np.ndarray:

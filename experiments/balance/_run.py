@@ -18,8 +18,9 @@ from .._run_folder import (
     check_recorded,
     check_resumed_digest,
     recheck_settings,
+    refuse_changed_options,
 )
-from ._cli import settings
+from ._cli import add_arguments, settings
 from ._problem import problem_for
 from ._report import _summary
 from ._tasks import assemble, balance_task, balance_tasks
@@ -56,7 +57,9 @@ def _run(args, s, sweep) -> int:
         check_recorded(s, folder.path, ["drift_solvers", "chatter_t1"], where="settings")
         solver = s.get("solver")  # recorded per problem; --solver is the logistic one's
         logistic = solver.get("logistic") if isinstance(solver, dict) else solver
-        recheck_settings(settings, args, {**s, "solver": logistic or args.solver}, folder.path)
+        options = {**s, "solver": logistic or args.solver}
+        recheck_settings(settings, args, options, folder.path)
+        refuse_changed_options(settings, args, options, folder.path, add_arguments)
     problem = problem_for(s)
     s["dims"] = problem.dims
     data_sha256 = sha256(problem.X_np, problem.y_np)

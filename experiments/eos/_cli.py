@@ -236,6 +236,11 @@ def settings(args) -> dict:
             build(s, min(s["etas"]))
         except ValueError as e:
             raise UsageError(f"--{e}") from None
+    if s["optimizer"] == "rmsprop" and s["beta2"] == 0:  # was refused by its central flow,
+        raise UsageError(  # inside each task, after GD, the flows and RMSProp had run
+            "--beta2 must lie in (0, 1) for --optimizer rmsprop, got 0 (its central flow: at "
+            "β2 = 0, ν = g⊙² is no longer a state)"
+        )
     return s
 
 

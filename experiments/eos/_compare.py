@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 import flows
+from flows._checks import check_finite
 from flows.large_steps import (
     EdgeLimitReached,
     central_flow,
@@ -13,6 +14,7 @@ from flows.large_steps import (
     sharpness_along,
     update_cosine,
 )
+from models import partition
 
 from ._cli import DEFAULTS, MAX_GD_STEPS, solve_settings_of
 from ._gd import descend
@@ -81,10 +83,10 @@ def compare(
         raise ValueError(f"eta must be a finite number > 0, got {eta!r}")
     if isinstance(t1, (bool, str)) or not isinstance(t1, (int, float, np.number)):
         raise ValueError(f"t1 must be a number, got {t1!r}")
+    if not np.isfinite(t1):  # inf failed as "cannot convert float infinity to integer"
+        raise ValueError(f"t1 must be finite, got {t1!r}")  # (NaN: "at least one step")
     if not t1 >= eta:
         raise ValueError(f"t1 must be at least one step eta={eta:g}, got {t1!r}")
-    if not np.isfinite(t1):  # inf failed as "cannot convert float infinity to integer"
-        raise ValueError(f"t1 must be finite, got {t1!r}")
     for name, value in (("every", every), ("central_max_steps", central_max_steps)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             # central_max_steps=-1 was found only after GD and the other flows had run,
@@ -101,6 +103,7 @@ def compare(
             f"flows_compared must be a sequence of {', '.join(map(repr, _FLOW_NAMES))}, "
             f"got {flows_compared!r}"
         )
+    check_finite("params0", partition(params0)[0])  # flows.sharpness says "params"
     flows.sharpness(loss, params0, k)  # refuses k > p and a non-scalar loss, by name
     settings = solve_settings_of(DEFAULTS) if settings is None else settings
     steps = int(round(t1 / eta))

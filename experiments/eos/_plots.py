@@ -15,6 +15,7 @@ from .._plotting import (
     shades,
 )
 from ._optimizer import optimizer_figure
+from ._report import edge_phrase
 
 FLOW_STYLE = {  # name: (label, colour, dashes)
     "gradient_flow": ("gradient flow", "tab:blue", "-"),
@@ -168,6 +169,14 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
         if run.get("t_edge") is not None and hover is not None
         else f"GD at η = {eta:g}: sharpness S against the edge 2/η = {2 / eta:.4g}"
     )
+    if run.get("diverged") or (hover is not None and run["sharpness_initial"] > 2 / eta):
+        # "passes 2/η at t = 0 and hovers there" was the title of a GD that diverged
+        d = run.get("diverged")
+        claim = f"GD at η = {eta:g}: " + "; ".join(
+            ([f"diverges at step {d['step']} (t = {d['t']:.4g})"] if d else [])
+            + [edge_phrase(run).replace("S0", "S(0)").replace("t=", "t = ")]
+            + ([f"median S/(2/η) = {hover:.3g} after"] if hover is not None and not d else [])
+        )
     fig.suptitle(claim + ("\n" + problem_line(config) if config else ""), fontsize=9)
     return fig
 

@@ -36,6 +36,15 @@ def results(done) -> dict:
     }
 
 
+def edge_phrase(r) -> str:
+    """Where GD's S first reached 2/η: "S reached 2/η at t=…", or where S(0) is above it
+    already "S above 2/η from the start (S0/(2/η) …)" (η = 3 on the defaults read "S
+    reached 2/η at t=0", of a run unstable from its first step)."""
+    if r["sharpness_initial"] > r["edge"]:
+        return f"S above 2/η from the start (S0/(2/η) {r['sharpness_initial'] / r['edge']:.3g})"
+    return f"S reached 2/η at t={r['t_edge']:.4g}"
+
+
 def _run_line(r) -> str:
     head = f"η={r['eta']:g} (2/η={r['edge']:.4g}): S0={r['sharpness_initial']:.4g}"
     if r["diverged"]:
@@ -45,7 +54,7 @@ def _run_line(r) -> str:
     if r["hover"]:
         h = r["hover"]
         head += (
-            f", S reached 2/η at t={r['t_edge']:.4g}, then S/(2/η) median {h['median']:.4f} "
+            f", {edge_phrase(r)}, then S/(2/η) median {h['median']:.4f} "
             f"[{h['min']:.3f}, {h['max']:.3f}]"
         )
     else:

@@ -40,7 +40,8 @@ def draw_portraits(panels):
     n = len(panels)
     cols = min(4, n)
     rows = math.ceil(n / cols)
-    fig = new_figure(3.1 * cols, 3.0 * rows + 0.6)
+    # at least two panels wide: one panel (--dirac gan) ran its title and legend off the page
+    fig = new_figure(3.1 * max(cols, 2), 3.0 * rows + 0.6)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
@@ -67,9 +68,12 @@ def draw_portraits(panels):
                       label="SimGD (consensus panel: consensus optimisation)"),
                Line2D([], [], color="tab:blue", marker=".", lw=0.6, label="AltGD"),
                Line2D([], [], color="0.7", lw=2, label="direction of the GDA field")]  # fmt: skip
-    figure_legend(fig, handles, ncol=4)
-    fig.suptitle("Dirac-GAN: zero-sum unregularised orbits are closed, SimGD spirals out, "
-                 "AltGD stays bounded; R1, noise, consensus and MY converge to (0, 0)")  # fmt: skip
+    figure_legend(fig, handles, ncol=4 if cols > 2 else 2)
+    fig.suptitle(
+        "Dirac-GAN: zero-sum unregularised orbits are closed, SimGD spirals out, "
+        "AltGD stays bounded; R1, noise, consensus and MY converge to (0, 0)",
+        wrap=True,
+    )  # fmt: skip  (--dirac gan: one panel, both ran past its edges)
     return fig
 
 
@@ -116,6 +120,8 @@ def draw_locus(d):
 
 
 def draw_mixture_samples(panels, columns=4):
+    # at most one column per save: --saves 3 drew a fourth column of empty panels
+    columns = max(1, min(columns, *(len(d["ts"]) for _, d in panels)))
     rows = [(name, run) for name, _ in panels for run in ("flow", "simgd")]
     fig = new_figure(2.3 * columns, 2.25 * len(rows) + 0.5)
     axes = fig.subplots(len(rows), columns, squeeze=False)
@@ -131,6 +137,7 @@ def draw_mixture_samples(panels, columns=4):
             ax.set_aspect("equal")
             ax.tick_params(labelsize=6)
             if c >= len(picks):
+                ax.set_visible(False)
                 continue
             i = picks[c]
             ax.plot(d["real"][:, 0], d["real"][:, 1], ".", color="0.6", ms=2)
@@ -156,7 +163,7 @@ def draw_mixture_samples(panels, columns=4):
     ]
     figure_legend(fig, handles, ncol=3)
     fig.suptitle("2-D mixture: generated samples over flow time, exact GDA flow (black) vs "
-                 "SimGD at the same t (red)", fontsize=10)  # fmt: skip
+                 "SimGD at the same t (red)", fontsize=10, wrap=True)  # fmt: skip
     return fig
 
 
@@ -183,8 +190,9 @@ def _per_variant(panels, key, ylabel, title, log=False):
         ax.set_title(LABELS.get(name, name), fontsize=9)
         ax.set_xlabel(TIME_LABEL, fontsize=7)
         ax.set_ylabel(ylabel, fontsize=8)
-    figure_legend(fig, *axes.flat[0].get_legend_handles_labels(), ncol=4)
-    fig.suptitle(title, fontsize=10)
+    # four columns ran past both edges of a one-panel figure
+    figure_legend(fig, *axes.flat[0].get_legend_handles_labels(), ncol=4 if cols > 1 else 2)
+    fig.suptitle(title, fontsize=10, wrap=True)  # one panel: it ran past both edges
     return fig
 
 

@@ -5,14 +5,14 @@ is a task of the sweep layer, kept as its part as soon as it is computed; then w
 from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
 from .._run_folder import open_recorded_run
-from ._cli import SETTINGS, settings
+from ._cli import SETTINGS, add_arguments, settings
 from ._tasks import gan_task, name, tasks
 
 PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key(task)"
 
 
 def run(args) -> int:
-    folder, s = open_recorded_run("gan", args, settings, SETTINGS)
+    folder, s = open_recorded_run("gan", args, settings, SETTINGS, add_arguments)
     with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
         return _run(folder, s, sweep)
 

@@ -5,14 +5,14 @@ from .. import _interrupt, _sweep
 from .._files import versions, write_json, write_npz
 from .._options import UsageError
 from .._run_folder import open_recorded_run
-from ._cli import SETTINGS, settings
+from ._cli import SETTINGS, add_arguments, settings
 from ._tasks import figure_task
 
 PARTS = "part-<key>.json/.npz, key = experiments._sweep.task_key({'figure': name})"
 
 
 def run(args) -> int:
-    folder, s = open_recorded_run("portrait", args, settings, SETTINGS)
+    folder, s = open_recorded_run("portrait", args, settings, SETTINGS, add_arguments)
     with _sweep.from_args(args) as sweep:  # an unreachable --scheduler fails here
         return _run(folder, s, sweep)
 

@@ -1,6 +1,7 @@
 """The options of `gradflows run transport` and the settings they resolve to."""
 
 import argparse
+import math
 
 from .._options import UsageError, add_list, bounded, flag, parse_list
 from .._run_folder import add_run_folder_options
@@ -9,7 +10,7 @@ from .._sweep_options import add_sweep_options
 DEFAULTS = {
     "n": 100,
     "eps": "1,0.1,0.01,0.001",
-    "plan_eps": 0.01,
+    "plan_eps": None,  # the --eps value nearest PLAN_EPS
     "tol": 1e-10,
     "max_iters": 500,
     "flow_n": 60,
@@ -21,6 +22,10 @@ DEFAULTS = {
 
 
 EPS_MIN = 1e-6  # the smallest ε of --eps, --plan-eps and --flow-eps
+# ε of the drawn plans when --plan-eps is not given: the grid's value nearest it (in log);
+# a fixed default of 0.01 refused every --eps grid without 0.01 (`--eps 1,0.1` exited 2,
+# naming a --plan-eps the user never gave)
+PLAN_EPS = 0.01
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--n", type=int, default=d["n"], help="points per cloud (100)")
     add_list(g, "--eps", default=d["eps"], help=f"the ε grid ({d['eps']})")
     g.add_argument(
-        "--plan-eps", type=float, default=d["plan_eps"], help="ε of the drawn plans (0.01)"
+        "--plan-eps",
+        type=float,
+        default=d["plan_eps"],
+        help=f"ε of the drawn plans, one of --eps (default: the --eps value nearest {PLAN_EPS:g})",
     )
     g.add_argument("--tol", type=float, default=d["tol"], help="L1 marginal tolerance (1e-10)")
     g.add_argument(
@@ -60,6 +68,9 @@ def settings(args) -> dict:
     for e in s["eps"]:
         if not EPS_MIN <= e <= 100:
             raise UsageError(f"--eps: each ε must be in [{EPS_MIN:g}, 100], got {e:g}")
+    if s["plan_eps"] is None:
+        # a tie (0.1 and 0.001) goes to the larger ε, not to round-off in the logarithms
+        s["plan_eps"] = min(s["eps"], key=lambda e: (round(abs(math.log10(e / PLAN_EPS)), 9), -e))
     if not EPS_MIN <= s["plan_eps"] <= 100:
         raise UsageError(f"--plan-eps must be in [{EPS_MIN:g}, 100], got {s['plan_eps']:g}")
     if s["plan_eps"] not in s["eps"]:

@@ -23,9 +23,10 @@ def _per_eps_figure(res, config, field, ylabel, title, log_y):
     fig = P.new_figure(6.4, 4.4)
     ax = fig.subplots()
     colors = P.shades("viridis", len(config["divergences"]), 0.0, 0.95)
-    any_failed = False
+    any_failed = drawn = False
     for k, (f, color) in enumerate(zip(config["divergences"], colors)):
         eps, values = _series(res, f, field)
+        drawn = drawn or bool(np.isfinite(values).any())
         ax.plot(eps, values, "o-", color=color, label=f, markersize=4)
         failed = np.isnan(values)
         if failed.any():  # stacked at the top of the panel, in the colour of the f
@@ -38,8 +39,11 @@ def _per_eps_figure(res, config, field, ylabel, title, log_y):
         label = f"not converged in {budget} iterations\nper stage (height only\nseparates the f)"
         ax.plot([], [], "kx", label=label)
     ax.set_xscale("log")
-    if log_y:
+    if log_y and drawn:  # no converged cell: a log axis of no data failed the whole run
         ax.set_yscale("log")
+    if not drawn:
+        ax.text(0.5, 0.5, "no (f, ε) cell converged: no values to draw", ha="center",
+                transform=ax.transAxes)  # fmt: skip
     ax.invert_xaxis()
     ax.set_xlabel("ε (units of the cost; c = ½|x − y|² ≤ 1 in the unit box)")
     ax.set_ylabel(ylabel)
@@ -61,6 +65,7 @@ def _plans_figure(arrays, res, config):
         name = key("plan", f)
         if name not in arrays:
             ax.set_title(f"{f}: not converged at ε = {eps:g}")
+            ax.set_axis_off()  # was an empty 0–1 frame
             continue
         plan = arrays[name][np.ix_(rows, cols)]
         shown = np.ma.masked_equal(plan, 0.0)
@@ -74,9 +79,10 @@ def _plans_figure(arrays, res, config):
         ax.set_facecolor("white")
     if image is not None:
         fig.colorbar(image, ax=list(axes), label="log₁₀ π_ij / max π (white: exactly 0)")
-    fig.suptitle(
-        f"Plans at ε = {eps:g}: χ² has exact zeros, KL and Jeffreys are dense", fontsize=10
-    )
+    claim = "none converged"
+    if image is not None:
+        claim = "χ² has exact zeros, KL and Jeffreys are dense"
+    fig.suptitle(f"Plans at ε = {eps:g}: {claim}", fontsize=10)
     return fig
 
 

@@ -69,11 +69,13 @@ def check_game_loss(loss, params) -> tuple:
     return losses
 
 
-def check_consensus(gamma) -> float:
-    """γ ≥ 0 as a float. **Raises:** `ValueError` naming `consensus`."""
-    gamma = check_number("consensus", gamma)
+def check_consensus(gamma, name: str = "consensus") -> float:
+    """γ ≥ 0 as a float. **Raises:** `ValueError` naming `name`, the argument that holds γ
+    (`consensus` of `gda_flow`, `gamma` of `consensus_optimization`, which was told
+    "consensus must be >= 0")."""
+    gamma = check_number(name, gamma)
     if gamma < 0:
-        raise ValueError(f"consensus must be >= 0 (the weight γ of ½‖v‖²), got {gamma}")
+        raise ValueError(f"{name} must be >= 0 (the weight γ of ½‖v‖²), got {gamma}")
     return gamma
 
 

@@ -111,7 +111,7 @@ def _run(method, loss, params0, t1, *, eta, gamma=0.0, disc_steps=1, ts, setting
     params0 = check_pair(params0)
     losses = check_game_loss(loss, params0)
     check_positive("eta", eta)
-    gamma = check_consensus(gamma) if method == "consensus" else 0.0
+    gamma = check_consensus(gamma, "gamma") if method == "consensus" else 0.0
     names = {"simgd": "SimGD", "altgd": "AltGD", "extragradient": "extragradient",
              "consensus": "consensus optimisation", "odegan": "ODE-GAN splitting"}  # fmt: skip
     config = {"game": method, "disc_steps": disc_steps, "consensus": gamma}
@@ -237,7 +237,7 @@ def consensus_optimization(
     - `t1`, `eta`, `ts`, `settings`, `**overrides`, `observables`, `save_params`,
       `progress`: as in `flows.gradient_descent`: step k is at flow time t = kη, on the time
       axis of `gda_flow`; `ts` is rounded to the step grid; `max_steps` bounds the steps.
-    - `gamma`: γ ≥ 0, the weight of ½‖v‖² (`ValueError` naming `consensus` if < 0).
+    - `gamma`: γ ≥ 0, the weight of ½‖v‖² (`ValueError` naming `gamma` if < 0).
 
     **Returns:** a `flows.Trajectory` of the pair at the saved step times; `loss` is L_gen;
     `config["solver"]` and `stats["solvers"]` name the map.
@@ -326,7 +326,7 @@ def step_eigenvalues(
     params = check_pair(params)
     losses = check_game_loss(loss, params)
     eta = check_positive("eta", eta)
-    gamma = check_consensus(gamma) if method == "consensus" else 0.0
+    gamma = check_consensus(gamma, "gamma") if method == "consensus" else 0.0
     trainable, static = trainable_of("params", params)
     game_map = GameMap(GameField(losses, static, None, gamma), method, _check_steps(disc_steps))
     J = np.asarray(_step_jacobian(game_map, trainable, np.float64(eta)))

@@ -576,7 +576,7 @@ def _check_user(observables, predicted, params0) -> tuple:
     """`(observables, predicted)` as sorted `(name, fn)` pairs, each traced on `params0`;
     names the flow records itself, or shared, refused naming the argument."""
     obs = check_observables(observables, params0)
-    pred = check_observables(predicted, params0)
+    pred = check_observables(predicted, params0, "predicted")
     names = [name for name, _ in obs] + [f"predicted_{name}" for name, _ in pred]
     for name in names:
         if name in OWN or names.count(name) > 1:

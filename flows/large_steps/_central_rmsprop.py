@@ -179,9 +179,13 @@ class _RMSPropField(eqx.Module):
         return out
 
 
+BETA2, EPS = 0.99, 1e-8  # central_flow's defaults of beta2 and eps
+
+
 def check_optimizer(optimizer, beta2, eps, nu0) -> tuple[str, float, float]:
-    """`(optimizer, β2, ε)` checked: one of `OPTIMIZERS`, β2 in (0, 1), ε ≥ 0, no `nu0` for
-    gradient descent; else a ValueError naming the argument."""
+    """`(optimizer, β2, ε)` checked: one of `OPTIMIZERS`, β2 in (0, 1), ε ≥ 0, and for
+    gradient descent no `nu0` and β2, ε at their defaults; else a ValueError naming the
+    argument."""
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     beta2, eps = check_beta("beta2", beta2), check_eps(eps)
@@ -189,6 +193,14 @@ def check_optimizer(optimizer, beta2, eps, nu0) -> tuple[str, float, float]:
         if nu0 is not None:
             raise ValueError("nu0 is RMSProp's initial ν: pass optimizer='rmsprop' or "
                              "'scalar_rmsprop', or no nu0")  # fmt: skip
+        # beta2=0.5 with gradient descent was ignored, and the flow recorded nothing of it
+        unused = [f"{name}={value!r}" for name, value, default in
+                  (("beta2", beta2, BETA2), ("eps", eps, EPS)) if value != default]  # fmt: skip
+        if unused:
+            raise ValueError(
+                f"{', '.join(unused)}: RMSProp's, not used by gradient descent's central flow "
+                "(optimizer='gd'): pass optimizer='rmsprop' or 'scalar_rmsprop', or drop it"
+            )
     elif beta2 == 0.0:
         raise ValueError(
             "beta2 must lie in (0, 1) for the central flow of RMSProp, got 0.0 (at β2 = 0, "

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from .._checks import check_flag, check_positive
@@ -35,7 +36,8 @@ def rmsprop(
     `adaptive_preconditioner(state, eps=eps, beta2=beta2 if bias_correction else None)`.
     `nu0`: ν_0, a pytree of the trainable parameters' structure (entries ≥ 0), e.g. ∇L(θ_0)⊙²,
     so that ν_1 = ∇L(θ_0)⊙², the ν(0) of `central_flow(..., optimizer="rmsprop")`.
-    **Raises:** `ValueError` naming `eta`, `beta2` (outside [0, 1)) or `eps` (< 0),
+    **Raises:** `ValueError` naming `eta`, `beta2` (outside [0, 1)), `eps` (< 0) or `nu0`
+    (an entry not finite and ≥ 0; at `init`, not the parameters' structure and shapes),
     `TypeError` naming `bias_correction` (not a bool)."""
     eta, beta2, eps = check_positive("eta", eta), check_beta("beta2", beta2), check_eps(eps)
     bias_correction = check_flag("bias_correction", bias_correction)
@@ -44,8 +46,10 @@ def rmsprop(
     )
     if nu0 is None:
         return base
+    nu0 = _check_nu0(nu0)
 
     def init(params):
+        _check_nu0_matches(nu0, params)
         state = base.init(params)
         is_rms = lambda x: hasattr(x, "nu") and hasattr(x, "_replace")  # noqa: E731
         return jax.tree.map(
@@ -55,6 +59,45 @@ def rmsprop(
         )
 
     return optax.GradientTransformation(init, base.update)
+
+
+def _check_nu0(nu0):
+    """`nu0` as a pytree of float64 arrays, every entry finite and >= 0, else one line naming
+    it: ν_0 = −1 made the first step NaN, reported as "reduce eta"."""
+    try:
+        nu0 = jax.tree.map(lambda x: np.asarray(x, np.float64), nu0)
+        values = [x.ravel() for x in jax.tree.leaves(nu0)]
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"nu0 must be a pytree of arrays of numbers (RMSProp's ν_0), got {nu0!r:.80}"
+        ) from None
+    flat = np.concatenate(values) if values else np.zeros(0)
+    if not flat.size or not np.all(np.isfinite(flat) & (flat >= 0)):
+        shown = (
+            "no entries"
+            if not flat.size
+            else f"{int(np.sum(~np.isfinite(flat)))} non-finite entries (NaN or inf)"
+            if not np.all(np.isfinite(flat))
+            else f"min {np.min(flat):.3g}"
+        )
+        raise ValueError(f"nu0 must hold entries, each finite and >= 0, got {shown}")
+    return nu0
+
+
+def _check_nu0_matches(nu0, params) -> None:
+    """`nu0` of the trainable parameters' structure and shapes (as `optimize` passes them to
+    `init`), else one line naming it: a wrong shape failed as "add got incompatible shapes"
+    inside the step, a wrong structure as a pytree error naming tree_map."""
+    same = jax.tree.structure(nu0) == jax.tree.structure(params) and all(
+        np.shape(a) == np.shape(b) for a, b in zip(jax.tree.leaves(nu0), jax.tree.leaves(params))
+    )
+    if not same:
+        shapes = [np.shape(x) for x in jax.tree.leaves(params)]
+        raise ValueError(
+            "nu0 must have the trainable parameters' structure and shapes "
+            f"({jax.tree.structure(params)}, shapes {shapes}), got "
+            f"{jax.tree.structure(nu0)}, shapes {[np.shape(x) for x in jax.tree.leaves(nu0)]}"
+        )
 
 
 def adam(
@@ -99,13 +142,35 @@ class _CurvatureScaled(NamedTuple):
     curvature: Callable
 
     def init(self, params):
+        """Checks λ(θ_0) where it can be computed (not under a trace): a finite number > 0."""
+        lam = _curvature(self.curvature, params)
+        if not isinstance(lam, jax.core.Tracer) and not (np.isfinite(lam) and lam > 0):
+            raise ValueError(
+                f"curvature must return a finite number > 0 (the step is kappa/curvature), "
+                f"got {float(lam)!r} at the initial parameters"
+            )
         return optax.EmptyState()
 
     def update(self, grads, state, params=None):
         if params is None:
             raise ValueError("geometry_aware needs params: optimize passes them")
-        step = self.kappa / self.curvature(params)
+        lam = _curvature(self.curvature, params)
+        # λ <= 0 later on: NaN, which optimize reports as the step where it became non-finite
+        step = jnp.where(lam > 0, self.kappa / lam, jnp.nan)
         return jax.tree.map(lambda g: -step * g, grads), state
+
+
+def _curvature(curvature, params):
+    """λ(params) as a scalar; a result of several numbers (a vector λ(θ) was applied entry by
+    entry to leaves of its shape, and changed the shape of scalar leaves) is one line naming
+    `curvature`."""
+    lam = jnp.asarray(curvature(params))
+    if lam.size != 1:
+        raise ValueError(
+            f"curvature must return one number (e.g. flows.sharpness(loss, p)[0]), got shape "
+            f"{lam.shape}"
+        )
+    return lam.reshape(())
 
 
 def geometry_aware(kappa: float, curvature: Callable) -> optax.GradientTransformation:
@@ -127,8 +192,10 @@ def geometry_aware(kappa: float, curvature: Callable) -> optax.GradientTransform
     **Returns:** an optax `GradientTransformation` (use it with `optimize`, whose `eta` is
     then η₀ = κ/λ(θ_0), the time axis).
 
-    **Raises:** `ValueError` naming `kappa` (not finite and > 0); `TypeError` naming
-    `curvature` (not callable).
+    **Raises:** `ValueError` naming `kappa` (not finite and > 0), or `curvature` when it
+    returns more than one number or, at the initial parameters, one not finite and > 0 (a
+    λ ≤ 0 later makes the step NaN, which `optimize` reports at its step); `TypeError`
+    naming `curvature` (not callable).
     """
     kappa = check_positive("kappa", kappa)
     if not callable(curvature):

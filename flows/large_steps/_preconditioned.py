@@ -118,9 +118,11 @@ def preconditioned_sharpness(
         root = jax.tree.map(lambda a, p: jnp.sqrt(jnp.broadcast_to(p, jnp.shape(a))), trainable,
                             preconditioner)  # fmt: skip
     except (ValueError, TypeError):
-        raise ValueError(
+        shapes = lambda tree: [jnp.shape(x) for x in jax.tree.leaves(tree)]  # noqa: E731
+        raise ValueError(  # the shapes too: a (3,) P for (2,) weights printed two equal trees
             "preconditioner must have the structure and shapes of the trainable parameters "
-            f"(got {jax.tree.structure(preconditioner)} for {jax.tree.structure(trainable)})"
+            f"(got {jax.tree.structure(preconditioner)}, shapes {shapes(preconditioner)}, for "
+            f"{jax.tree.structure(trainable)}, shapes {shapes(trainable)})"
         ) from None
     leaves = jax.tree.leaves(preconditioner)
     if not any(isinstance(x, jax.core.Tracer) for x in leaves):

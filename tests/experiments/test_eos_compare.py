@@ -163,6 +163,8 @@ def test_an_excursion_open_at_the_horizon_is_followed_past_it():
         ({"eta": 0.1, "report": None}, TypeError, "^report must be a callable"),
         # inf said "cannot convert float infinity to integer"; t1=1e12 ran 1e13 steps
         ({"eta": 0.1, "t1": float("inf")}, ValueError, "^t1 must be finite, got inf$"),
+        # NaN said "t1 must be at least one step eta=0.1, got nan"
+        ({"eta": 0.1, "t1": float("nan")}, ValueError, "^t1 must be finite, got nan$"),
         (
             {"eta": 0.1, "t1": 1e12},
             ValueError,
@@ -185,6 +187,12 @@ def test_bad_arguments_raise_one_line_naming_them(kwargs, error, says):
     with pytest.raises(error, match=says) as info:
         compare(quadratic, W0, **{"t1": 1.0, **kwargs})
     assert "\n" not in str(info.value)
+
+
+def test_non_finite_params0_is_refused_naming_params0():
+    # was named "params", the argument of flows.sharpness that compare calls
+    with pytest.raises(ValueError, match="^params0: non-finite values"):
+        compare(quadratic, {"w": jnp.array([np.nan, 1.0, 1.0])}, eta=0.1, t1=1.0)
 
 
 def test_a_loss_that_is_not_scalar_is_refused_naming_loss():
@@ -220,6 +228,23 @@ def test_gd_diverging_at_once_still_gets_the_requested_flows_and_a_figure_that_s
     assert all(np.all(np.isfinite(a)) for a in arrays.values())
     texts = [t.get_text() for ax in eta_figure(record, arrays).axes for t in ax.texts]
     assert any("GD stops at step 1 (t = 50): diverged" in t for t in texts), texts
+
+
+def test_gd_above_the_edge_from_the_start_is_not_said_to_reach_it_and_hover():
+    # η = 1, S = 3 > 2/η = 2 at every point: GD diverges at step 6 (the closed form above).
+    # The figure's title read "passes 2/η at t = 0 and hovers there (median S/(2/η) = 1.5
+    # after)" and the printed line "S reached 2/η at t=0"
+    from experiments.eos._plots import eta_figure
+    from experiments.eos._report import _run_line
+
+    record, arrays = compare(quadratic, W0, eta=1.0, t1=20.0, flows_compared=("gradient",))
+    assert record["diverged"]["step"] == 6 and record["hover"]["median"] == pytest.approx(1.5)
+    title = eta_figure(record, arrays)._suptitle.get_text().splitlines()[0]
+    assert title == (
+        "GD at η = 1: diverges at step 6 (t = 6); S above 2/η from the start (S(0)/(2/η) 1.5)"
+    )
+    line = _run_line(record)
+    assert "S above 2/η from the start (S0/(2/η) 1.5), then" in line and "reached" not in line
 
 
 def test_gd_past_the_edge_is_not_warned_once_per_chunk():

@@ -108,6 +108,8 @@ UNUSED = [
     (["--optimizer", "rmsprop", "--beta", "0.9"], "--beta is not used by --optimizer rmsprop"),
     (["--optimizer", "momentum", "--eps", "1e-6"], "--eps is not used by --optimizer momentum"),
     (["--beta2", "0.9"], "--beta2 is not used by --optimizer gd"),
+    # refused only by RMSProp's central flow, inside each task after the rest had run
+    (["--optimizer", "rmsprop", "--beta2", "0"], "--beta2 must lie in (0, 1) for --optimizer"),
 ]
 
 
@@ -132,3 +134,38 @@ def test_eos_optimizer_options_keep_their_defaults_and_values():
     stored = {**s, "optimizer": "momentum", "beta": 0.95}
     kept = resumed_settings(stored, "run", args, settings(args), EOS_DEFAULTS)
     assert kept["beta"] == 0.95
+
+
+# gan, portrait and balance record their settings whole; an option given with --resume was
+# ignored (the run went on with its recorded value, and no word): now refused in one line
+CHANGED = [
+    ("gan", ["--t1", "3"], "--t1 3.0 differs from the run's 30.0"),
+    ("gan", ["--eta", "-1"], "--eta must be finite and > 0, got -1"),
+    ("portrait", ["--alphas", "5"], "--alphas 5 differs from the run's 0.1,1.0,10.0"),
+    ("balance", ["--hidden", "4,4"], "--hidden 4,4 differs from the run's 16,8"),
+]
+
+
+@pytest.mark.parametrize("name, argv, message", CHANGED, ids=[c[0] + c[1][0] for c in CHANGED])
+def test_resume_refuses_an_option_that_changes_the_recorded_settings(
+    tmp_path, capsys, name, argv, message
+):
+    folder = _folder(tmp_path, name)
+    code = cli("run", name, "--resume", folder, *argv, "--workers", "0", "--no-progress")
+    line = one_line(capsys.readouterr().err)
+    assert code == 2 and f"--resume {folder!r}: {message}" in line, line
+    assert os.listdir(folder) == ["config.json"]  # nothing computed, nothing written
+
+
+@pytest.mark.parametrize("name", ["gan", "portrait", "balance"])
+def test_resume_passes_options_that_keep_the_recorded_settings(tmp_path, name):
+    """The run's own value given again (here t1 = 5, not the default), the run-folder and
+    sweep options: no refusal."""
+    from experiments._run_folder import refuse_changed_options
+
+    module = importlib.import_module(f"experiments.{LAYOUT[name][0]}._cli")
+    recorded = {**_recorded(name), "t1": 5.0}
+    if name == "balance":  # recorded per problem; --solver is the logistic one's
+        recorded["solver"] = recorded["solver"]["logistic"]
+    args = _parse(name, "--resume", "run", "--t1", "5", "--workers", "0", "--no-progress")
+    refuse_changed_options(module.settings, args, recorded, "run", module.add_arguments)

@@ -91,6 +91,22 @@ def test_bad_values_exit_2_with_one_line_naming_the_flag(tmp_path, capsys, argv,
     assert says in one_line(capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("log_y", [True, False])
+def test_a_grid_where_no_cell_converged_is_drawn(log_y):
+    # --max-iters 1: every cell failed, and the log y axis of no data failed the run (exit
+    # 1, "Data cannot be log-scaled because all values are <= 0") after all its work
+    from experiments.transport._plots import _per_eps_figure
+
+    cells = {f: {e: {"converged": False} for e in ("1", "0.1")} for f in ("kl", "chi2")}
+    config = {"divergences": ["kl", "chi2"], "max_iters": 1}
+    fig = _per_eps_figure({"cells": cells}, config, "iterations", "iterations", "t", log_y)
+    fig.canvas.draw()
+    assert [t.get_text() for t in fig.axes[0].texts] == [
+        "no (f, ε) cell converged: no values to draw"
+    ]
+    assert fig.axes[0].get_yscale() == "linear"
+
+
 @pytest.mark.parametrize("failed", [False, True])
 def test_not_converged_legend_entry_only_where_a_cell_failed(failed):
     from experiments.transport._plots import _per_eps_figure
@@ -103,3 +119,21 @@ def test_not_converged_legend_entry_only_where_a_cell_failed(failed):
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels[:2] == ["kl", "chi2"]
     assert any("not converged" in label for label in labels) is failed
+
+
+@pytest.mark.parametrize(
+    "grid, plan",
+    [("1,0.1,0.01,0.001", 0.01), ("1,0.1", 0.1), ("0.003,0.0001", 0.003), ("0.1,0.001", 0.1)],
+)
+def test_plan_eps_not_given_is_the_grid_value_nearest_0_01(grid, plan):
+    """`--eps 1,0.1` alone exited 2 with "--plan-eps 0.01 must be one of --eps", naming an
+    option the user had not given."""
+    import argparse
+
+    from experiments.transport._cli import add_arguments, settings
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert settings(parser.parse_args(["--eps", grid]))["plan_eps"] == plan
+    given = settings(parser.parse_args(["--eps", grid, "--plan-eps", grid.split(",")[0]]))
+    assert given["plan_eps"] == float(grid.split(",")[0])

@@ -57,7 +57,8 @@ def test_negative_gamma():
     loss, pair = _dirac()
     with pytest.raises(ValueError, match="^consensus must be >= 0"):
         games.gda_flow(loss, pair, 1.0, consensus=-1.0)
-    with pytest.raises(ValueError, match="^consensus must be >= 0"):
+    # its argument is gamma (the message named consensus, gda_flow's argument)
+    with pytest.raises(ValueError, match="^gamma must be >= 0"):
         games.consensus_optimization(loss, pair, 1.0, eta=0.1, gamma=-1.0)
     with pytest.raises(ValueError, match="^sigma must be >= 0"):
         games.InstanceNoise(-1.0)

@@ -175,10 +175,16 @@ def test_rmsprop_central_flow_is_the_limit_of_euler_at_first_order(mlp):
         ({"optimizer": "rmsprop", "nu0": jnp.ones(3)}, "nu0 must be a number or a pytree"),
         ({"nu0": 1.0}, "nu0 is RMSProp's initial"),
         ({"optimizer": "rmsprop", "observables": {"nu": jnp.sum}}, "'nu' is recorded"),
+        # RMSProp's β2 and ε with gradient descent were ignored, and nothing recorded them
+        ({"beta2": 0.5}, "beta2=0.5: RMSProp's, not used by gradient descent's"),
+        ({"eps": 1e-3, "beta2": 0.9}, "beta2=0.9, eps=0.001: RMSProp's"),
+        # an entry of `predicted` was named observables['x']
+        ({"predicted": {"x": 3}}, r"^predicted\['x'\] must be a function"),
+        ({"predicted": {"x": lambda w: w @ jnp.ones(3)}}, r"^predicted\['x'\] fails on"),
     ],
 )
 def test_bad_rmsprop_input_is_refused_naming_the_argument(kwargs, says):
-    with pytest.raises(ValueError, match=says):
+    with pytest.raises((ValueError, TypeError), match=says):
         central_flow(quadratic, jnp.ones(2), 1.0, eta=ETA, **kwargs)
 
 

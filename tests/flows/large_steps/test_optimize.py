@@ -184,6 +184,35 @@ def test_geometry_aware_steps_follow_the_catapult_map_at_eta_k_equal_kappa_over_
         geometry_aware(3.0, 2.0)
 
 
+def _quadratic(w):
+    return 0.5 * jnp.sum(jnp.array([1.0, 3.0]) * w**2)
+
+
+@pytest.mark.parametrize(
+    "optimizer, message",
+    [
+        # ν_0 < 0 or NaN made step 1 NaN, reported as "reduce eta"; a wrong shape or
+        # structure failed inside the step ("add got incompatible shapes", a tree_map error)
+        (lambda: flows.large_steps.rmsprop(0.1, nu0=jnp.array([-1.0, 1.0])), "got min -1"),
+        (lambda: flows.large_steps.rmsprop(0.1, nu0=jnp.array([jnp.nan, 1.0])), "1 non-finite"),
+        (lambda: flows.large_steps.rmsprop(0.1, nu0=jnp.ones(3)), "nu0 must have the trainable"),
+        (lambda: flows.large_steps.rmsprop(0.1, nu0={"w": jnp.ones(2)}), "nu0 must have the"),
+        # the step κ/λ: λ = 0 gave inf, λ < 0 an ascent, and a λ of several numbers was
+        # applied entry by entry; now one line naming curvature, before any step
+        (lambda: flows.large_steps.geometry_aware(3.0, lambda w: 0.0 * w[0]), "got 0.0 at the"),
+        (lambda: flows.large_steps.geometry_aware(3.0, lambda w: -1.0 + 0 * w[0]), "got -1.0"),
+        (
+            lambda: flows.large_steps.geometry_aware(3.0, lambda w: w),
+            "one number .* shape \\(2,\\)",
+        ),
+    ],
+)
+def test_rmsprop_nu0_and_geometry_aware_curvature_are_checked_naming_them(optimizer, message):
+    with pytest.raises(ValueError, match=message) as e:
+        optimize(_quadratic, jnp.array([1.0, 1.0]), 1.0, optimizer=optimizer(), eta=0.1)
+    assert ("nu0" if "nu0" in str(e.value) else "curvature") in str(e.value).split()[0]
+
+
 def test_a_non_finite_iterate_between_saves_is_located_at_its_step_with_the_loss_before():
     # RMSProp with ε = 0 divides 0 by 0 where a gradient vanishes: w[1] is NaN after step 1
     # (it was reported as "between step 0 and step 5", with no loss)

@@ -89,6 +89,8 @@ def test_adaptive_preconditioner_reads_adam_and_rmsprop_states():
         (lambda s: adaptive_preconditioner(optax.sgd(0.1).init(W0), eps=0.0), "opt_state holds"),
         (lambda s: preconditioned_sharpness(quadratic, W0, -P), "preconditioner must be finite"),
         (lambda s: preconditioned_sharpness(quadratic, W0, P[:3]), "preconditioner must have"),
+        # the message printed the two (equal) tree structures only, not the shapes that differ
+        (lambda s: preconditioned_sharpness(quadratic, W0, P[:3]), r"shapes \[\(3,\)\], for"),
     ],
 )
 def test_bad_preconditioner_input_is_refused_naming_it(call, message):
