@@ -465,7 +465,15 @@ def central_flow(
                 e.partial = partial()
                 raise e
             if not bool(span.ok):
-                raise FloatingPointError(f"the central flow's solver failed at t={t:.6g}")
+                why = "diffrax stopped it"
+                if bool(span.collapsed):  # said only "solver failed": which failure, where
+                    why = (
+                        f"its step size collapsed below {DTMIN_RELATIVE:g}·max(1, t1) with "
+                        f"{m} of k = {k} eigenvalues tracked at 2/η: the field is not smooth "
+                        "there (a jump or kink of the complementarity solution X or of the "
+                        "tracked eigenspace), or stiffer than the explicit solver can follow"
+                    )
+                raise FloatingPointError(f"the central flow's solver failed at t={t:.6g}: {why}")
             if bool(span.event):
                 record, join, leave = _at(field, t, w, m, U)
                 join, leave, U = float(join), float(leave), record["U"]
