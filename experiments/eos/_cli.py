@@ -229,8 +229,9 @@ def settings(args) -> dict:
     s["t1"] = positive("--t1", s["t1"])
     s["output_scale"] = positive("--output-scale", s["output_scale"])
     for key, low, high in (
-        ("n_train", 10, 1797 if s["data"] == "digits" else 10**5),  # digits: 1797 images
-        ("dim", 1, 10**4),
+        # digits: 1797 images; random: at most 2e7 numbers of data (160 MB)
+        ("n_train", 10, 1797 if s["data"] == "digits" else 20_000),
+        ("dim", 1, 1000),
         ("width", 1, 4096),
         ("depth", 1, 16),
         ("k", 1, 10**6),
