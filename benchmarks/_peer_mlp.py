@@ -6,18 +6,16 @@ and η, not the same numbers."""
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import models
+from experiments.eos._problem import random_points
 
 N, D, WIDTH, ETA, STEPS = 128, 8, 16, 0.1, 1000
 
 
 def peer_mlp(seed: int = 0):
     """`(loss, net, eta)`."""
-    rng = np.random.default_rng(seed)
-    X = jnp.asarray(rng.standard_normal((N, D)))
-    Y = jnp.asarray(rng.standard_normal(N))
+    X, Y = map(jnp.asarray, random_points(N, D, seed))
     net = models.MLP(D, WIDTH, 2, activation=jax.nn.swish, key=jax.random.PRNGKey(seed))
 
     def loss(m):

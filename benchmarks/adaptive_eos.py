@@ -49,11 +49,11 @@ def runs():
 
 def compute(steps: int, every: int) -> tuple[dict, dict]:
     import flows
-    from experiments.eos._cli import DEFAULTS
+    from experiments.eos._cli import DEFAULTS, DIGITS
     from experiments.eos._problem import problem_for
     from flows.large_steps import adaptive_preconditioner, optimize, preconditioned_sharpness
 
-    problem = problem_for(dict(DEFAULTS, classes=list(range(10))))
+    problem = problem_for(dict(DEFAULTS, **DIGITS))
     loss = problem.loss
     arrays, summary = {}, {}
     for name, opt, eta, limit, beta2, eps in runs():

@@ -102,7 +102,7 @@ def compute(steps: int, mlp_steps: int) -> tuple[dict, dict]:
 
     import flows
     import models
-    from experiments.eos._cli import DEFAULTS
+    from experiments.eos._cli import DEFAULTS, DIGITS
     from experiments.eos._problem import problem_for
     from flows.large_steps import uv_init, uv_loss, uv_ntk
 
@@ -112,7 +112,7 @@ def compute(steps: int, mlp_steps: int) -> tuple[dict, dict]:
         eta0 = kappa / float(uv_ntk(p0))
         res = _run(loss, p0, uv_ntk, kappa, steps, eta0, {"lam": uv_ntk})
         _keep(res, "uv", kappa, eta0, arrays, summary)
-    settings = dict(DEFAULTS, classes=list(range(10)))
+    settings = dict(DEFAULTS, **DIGITS)
     problem = problem_for(settings)
     _, static = models.partition(problem.net0)
 

@@ -33,7 +33,7 @@ def _listen(event, seconds, **kwargs):
 
 def main(argv=None) -> None:
     jax.monitoring.register_event_duration_secs_listener(_listen)
-    from experiments.eos._cli import DEFAULTS, solve_settings_of
+    from experiments.eos._cli import DEFAULTS, DIGITS, solve_settings_of
     from experiments.eos._compare import LANCZOS_MAX_ITERS, LANCZOS_TOL, _flow, _subsample
     from experiments.eos._gd import descend
     from experiments.eos._problem import problem_for
@@ -41,12 +41,13 @@ def main(argv=None) -> None:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--eta", type=float, default=0.9)
-    p.add_argument("--n-train", type=int, default=DEFAULTS["n_train"])
-    p.add_argument("--t1", type=float, default=DEFAULTS["t1"])
+    p.add_argument("--n-train", type=int, default=DIGITS["n_train"])
+    p.add_argument("--t1", type=float, default=DIGITS["t1"])
     p.add_argument("--rtol", type=float, default=DEFAULTS["rtol"])
     p.add_argument("--atol", type=float, default=DEFAULTS["atol"])
     a = p.parse_args(argv)
-    s = dict(DEFAULTS, n_train=a.n_train, classes=list(range(10)), t1=a.t1, rtol=a.rtol)
+    s = dict(DEFAULTS, **DIGITS, k=1)
+    s.update(n_train=a.n_train, t1=a.t1, rtol=a.rtol)
     s.update(atol=a.atol)
 
     def part(name, fn):

@@ -1,10 +1,11 @@
-"""`gradflows run eos`: gradient descent at large steps against its flows, on real data.
+"""`gradflows run eos`: gradient descent at large steps against its flows.
 
 Cohen, Kaur, Li, Kolter & Talwalkar 2021 ("Gradient descent on neural networks typically
 occurs at the edge of stability"): under full-batch GD with step η the sharpness
 S = λ_max(∇²L) rises (progressive sharpening) until it reaches 2/η, then hovers there while
-the loss keeps falling, non-monotonically. For each η, GD on a tanh MLP (all ten digit
-classes of scikit-learn's bundled digits, MSE on one-hot targets) is compared, on the flow
+the loss keeps falling, non-monotonically. For each η, GD on an MLP (by default a swish
+MLP 8 → 16 → 16 → 1 on 128 random points, the example of Cohen et al. 2025's JAX code;
+`--data digits`: scikit-learn's bundled digits, MSE on one-hot targets) is compared, on the flow
 time axis t = kη, with the gradient flow, the modified flow of order 1 (Barrett & Dherin
 2021) and the central flow (Cohen, Damian, Talwalkar, Kolter & Lee 2025) with its predicted
 time-averaged loss; along GD, cos(Δw_t, w_t − w_0). A catapult panel runs GD on the uv model

@@ -16,6 +16,8 @@ from .._sizes import MAX_PARAMETERS, largest_width
 from .._sweep_options import add_sweep_options
 from ._optimizer import OPTIMIZERS, build
 
+DATA = ("random", "digits")
+ACTIVATIONS = ("swish", "tanh")
 TASKS = ("multiclass", "binary")
 LOSSES = ("mse", "cross_entropy")
 FLOW_SOLVERS = ("tsit5", "dopri5", "dopri8")  # the central flow's explicit solvers
@@ -23,15 +25,18 @@ FLOWS = ("gradient", "modified", "central")
 MAX_GD_STEPS = 200_000  # gradient-descent steps of one η (every step is kept)
 
 DEFAULTS = {
+    "data": "random",
+    "dim": 8,
     "classes": "all",
     "task": "multiclass",
-    "n_train": 100,
-    "width": 32,
+    "n_train": 128,
+    "width": 16,
     "depth": 2,
-    "output_scale": 0.1,
+    "activation": "swish",
+    "output_scale": 1.0,
     "loss": "mse",
-    "etas": "0.9,0.8,0.75,0.7",
-    "t1": 80.0,
+    "etas": "0.2",
+    "t1": 200.0,
     "k": 1,
     "flows": ",".join(FLOWS),
     "sharpness_every": 2,
@@ -47,35 +52,55 @@ DEFAULTS = {
     "uv_width": 1000,
     "uv_points": 91,
     "uv_steps": 2000,
-    "seed": 0,
+    "seed": 1,
 }
+
+# The digits problem that the defaults were before (64 → 32 → 32 → 10 tanh, 3,466
+# parameters): `dict(DEFAULTS, **DIGITS)` (benchmarks/adaptive_eos.py, catapult_schedule.py).
+DIGITS = {"data": "digits", "n_train": 100, "width": 32, "depth": 2, "activation": "tanh",
+          "output_scale": 0.1, "classes": list(range(10)), "t1": 80.0, "seed": 0}  # fmt: skip
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = DEFAULTS
     g = p.add_argument_group("data, model and loss")
+    g.add_argument(
+        "--data",
+        choices=DATA,
+        default=d["data"],
+        help="random: --n-train standard-normal points in R^--dim with standard-normal "
+        "targets, one output (the example of Cohen et al. 2025's JAX code); digits: "
+        "scikit-learn's bundled digits, 64 pixels, --classes and --task (random)",
+    )
+    g.add_argument("--dim", type=int, default=d["dim"], help="input dimension of --data random (8)")
     add_list(
         g,
         "--classes",
         default=d["classes"],
-        help="digits: 'all' (the ten classes) or two or more different digits (all)",
+        help="--data digits: 'all' (the ten classes) or two or more different digits (all)",
     )
     g.add_argument(
         "--task",
         choices=TASKS,
         default=d["task"],
-        help="multiclass: one output per class, one-hot targets (MSE) or labels (cross-entropy); "
-        "binary: two classes, one output, targets ±1 (multiclass)",
+        help="--data digits: multiclass: one output per class, one-hot targets (MSE) or labels "
+        "(cross-entropy); binary: two classes, one output, targets ±1 (multiclass)",
     )
-    g.add_argument("--n-train", type=int, default=d["n_train"], help="training points (100)")
-    g.add_argument("--width", type=int, default=d["width"], help="hidden width of the MLP (32)")
+    g.add_argument("--n-train", type=int, default=d["n_train"], help="training points (128)")
+    g.add_argument("--width", type=int, default=d["width"], help="hidden width of the MLP (16)")
     g.add_argument("--depth", type=int, default=d["depth"], help="hidden layers of the MLP (2)")
+    g.add_argument(
+        "--activation",
+        choices=ACTIVATIONS,
+        default=d["activation"],
+        help="the MLP's activation: swish s·sigmoid(s) or tanh (swish)",
+    )
     g.add_argument(
         "--output-scale",
         type=float,
         default=d["output_scale"],
-        help="the output layer's initial weights times this (0.1): small initial outputs, "
-        "so that training starts with sharpening rather than shrinking the outputs",
+        help="the output layer's initial weights times this (1); 0.1 on digits: small "
+        "initial outputs, so that training starts with sharpening rather than shrinking them",
     )
     g.add_argument(
         "--loss",
@@ -84,10 +109,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="mse: mean over points of ½‖f − onehot‖²; cross_entropy: mean softmax "
         "cross-entropy (mse)",
     )
-    g.add_argument("--seed", type=int, default=d["seed"], help="data split and init (0)")
+    g.add_argument("--seed", type=int, default=d["seed"], help="data (split or draw) and init (1)")
     g = p.add_argument_group("gradient descent and the flows")
     add_list(g, "--etas", default=d["etas"], help=f"GD step sizes η, flow time ({d['etas']})")
-    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (80)")
+    g.add_argument("--t1", type=float, default=d["t1"], help="horizon in flow time t = kη (200)")
     g.add_argument(
         "--k",
         type=int,
@@ -168,9 +193,10 @@ def parse_digit_classes(values) -> list[int]:
 
 
 def parameters(s: dict) -> int:
-    """p, the trainable parameters of the MLP of settings `s` (64 inputs, biases)."""
-    out = 1 if s["task"] == "binary" else len(s["classes"])
-    sizes = [64] + [s["width"]] * s["depth"] + [out]
+    """p, the trainable parameters of the MLP of settings `s` (biases included)."""
+    digits = s["data"] == "digits"
+    out = len(s["classes"]) if digits and s["task"] == "multiclass" else 1
+    sizes = [64 if digits else s["dim"]] + [s["width"]] * s["depth"] + [out]
     return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
@@ -180,7 +206,12 @@ def settings(args) -> dict:
     s = {key: getattr(args, key) for key in DEFAULTS}
     _check_optimizer_flags(s, getattr(args, "resume", None))
     s.update({k: DEFAULTS[k] for k in OPTIMIZER_FLAGS if s[k] is None})
+    for key, choices in (("data", DATA), ("activation", ACTIVATIONS)):
+        if s[key] not in choices:  # a resumed config.json (a run before --data: its data line)
+            raise UsageError(f"{flag(key)} must be one of {', '.join(choices)}, got {s[key]!r}")
     s["classes"] = parse_digit_classes(s["classes"])
+    if s["data"] == "random":
+        _check_random_data(s)
     if s["task"] == "binary" and len(s["classes"]) != 2:
         raise UsageError(f"--task binary needs two --classes, got {len(s['classes'])}")
     if s["task"] == "binary" and s["loss"] == "cross_entropy":
@@ -198,7 +229,9 @@ def settings(args) -> dict:
     s["t1"] = positive("--t1", s["t1"])
     s["output_scale"] = positive("--output-scale", s["output_scale"])
     for key, low, high in (
-        ("n_train", 10, 1797),  # scikit-learn's digits: 1797 images
+        # digits: 1797 images; random: at most 2e7 numbers of data (160 MB)
+        ("n_train", 10, 1797 if s["data"] == "digits" else 20_000),
+        ("dim", 1, 1000),
         ("width", 1, 4096),
         ("depth", 1, 16),
         ("k", 1, 10**6),
@@ -242,6 +275,21 @@ def settings(args) -> dict:
             "β2 = 0, ν = g⊙² is no longer a state)"
         )
     return s
+
+
+def _check_random_data(s: dict) -> None:
+    """Refuse, naming it, a digits option given with --data random (one output, MSE)."""
+    defaults = {"classes": list(range(10)), "task": "multiclass", "loss": "mse"}  # as parsed
+    given = [
+        f"{flag(key)} {s[key] if isinstance(s[key], str) else ','.join(map(str, s[key]))}"
+        for key, default in defaults.items()
+        if s[key] != default
+    ]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)}: --data random has one output and the squared loss; these "
+            "options apply to --data digits"
+        )
 
 
 # The settings of each --optimizer (their options default to None, "not given").

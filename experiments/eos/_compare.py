@@ -36,7 +36,7 @@ def compare(
     every: int = 1,
     settings: flows.SolveSettings | None = None,
     flows_compared=("gradient", "modified", "central"),
-    central_max_steps: int = 600,
+    central_max_steps: int = 3000,
     report=lambda t, t1, what=None: None,
 ) -> tuple[dict, dict]:
     """Gradient descent with step `eta` to flow time `t1` (step k at t = kη) against three
@@ -66,10 +66,12 @@ def compare(
     `update_cosine` (K,) = cos(Δw_t, w_t − w_0) at t_gd[1:]; `distance_gd_from_init` (T,) =
     ‖w_GD(t) − w_0‖ at the save times `t`; per flow `loss_<flow>` (at
     the flows' times), `distance_<flow>` = ‖w_GD(t) − w_flow(t)‖ over the times both
-    reached; the central flow's `sharpness_central`, `predicted_loss`, `tracked` (m) and
+    reached; the central flow's `sharpness_central`, `predicted_loss`, `tracked` (m),
+    `next_eigenvalue_central` (λ_(k+1), the first untracked eigenvalue) and
     `loss_gd_averaged` (GD's loss under a Gaussian filter of `AVERAGE_SIGMA` steps, at the
     central flow's saves); `record["central_flow"]["predicted_loss_error"]` compares the
-    last two from GD's first save at 2/η on, 3σ from either end of GD's run. A flow that
+    predicted and averaged losses from GD's first save at 2/η on, 3σ from either end of
+    GD's run (and, as `settled`, from 3σ after that first save on). A flow that
     failed has no arrays and its reason in `record["failed"]`. `record` holds the numbers
     of results.json (no NaN).
 
@@ -194,6 +196,12 @@ def compare(
             arrays["tracked"] = np.asarray(flow.observables["tracked"])
             record[name]["tracked_max"] = int(arrays["tracked"].max())
             record[name]["k"] = k
+            # λ_(k+1) along the flow, against the edge: below 1 to t1 means that k tracked
+            # every eigenvalue that reached 2/η
+            arrays["next_eigenvalue_central"] = np.asarray(flow.observables["eigenvalues"])[:, k]
+            record[name]["next_eigenvalue_over_edge_max"] = float(
+                arrays["next_eigenvalue_central"].max() * eta / 2
+            )
             averaged = _averaged(traj.loss, idx, len(flow.ts))
             if averaged is not None:
                 arrays["loss_gd_averaged"] = averaged
@@ -241,24 +249,44 @@ def _prediction_error(averaged, predicted, ts, t_edge, steps, last) -> dict | No
     """|predicted − averaged| / averaged over the saves from GD's first at 2/η (`t_edge`)
     on that both reached and whose filter window lies inside GD's run (steps (n,) of the
     saves at least 3σ from step 0 and from GD's `last` step; nearer, the filter averages
-    over steps that were not run): mean, max and where the max is. None if no such save."""
+    over steps that were not run): mean, max and where the max is; and the same over
+    `settled`, the saves also 3σ or more after the edge, whose window (±3σ) holds only
+    steps past the edge (nearer the edge the filter mixes in GD's steps below it, which the
+    central flow does not oscillate about). None if no such save; `settled` None if none
+    there."""
     if averaged is None or t_edge is None:
         return None
     n = len(averaged)
     steps, reach = np.asarray(steps[:n]), 3 * AVERAGE_SIGMA
-    inside = (np.asarray(ts[:n]) >= t_edge) & (steps >= reach) & (steps <= last - reach)
-    after = np.flatnonzero(inside)
-    if not len(after):
+    ts = np.asarray(ts[:n])
+    inside = (ts >= t_edge) & (steps >= reach) & (steps <= last - reach)
+    if not inside.any():
         return None
-    rel = np.abs(np.asarray(predicted[:n])[after] - averaged[after]) / averaged[after]
-    i = int(np.argmax(rel))
+    rel = np.abs(np.asarray(predicted[:n]) - averaged) / averaged
+    settled = inside & (steps >= steps[np.argmax(ts >= t_edge)] + reach)
     return {
         "what": f"|predicted − GD's loss under a Gaussian filter of σ = {AVERAGE_SIGMA} steps| / "
         "the latter, over the central flow's saves from GD's first at 2/η on, at least 3σ "
         "from either end of GD's run",
         "sigma_steps": AVERAGE_SIGMA,
-        "mean": float(rel.mean()),
-        "max": float(rel[i]),
+        **_window(rel, ts, inside),
+        "settled": {
+            "what": "the same from 3σ after GD's first save at 2/η on (the filter's window "
+            "past the edge)",
+            **_window(rel, ts, settled),
+        }
+        if settled.any()
+        else None,
+    }
+
+
+def _window(rel, ts, where) -> dict:
+    """Mean and max of `rel` over the saves `where`, where the max is, the first time."""
+    after = np.flatnonzero(where)
+    i = int(np.argmax(rel[after]))
+    return {
+        "mean": float(rel[after].mean()),
+        "max": float(rel[after][i]),
         "t_max": float(ts[after[i]]),
         "from_t": float(ts[after[0]]),
         "saves": int(len(after)),

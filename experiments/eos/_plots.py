@@ -61,7 +61,8 @@ def problem_line(config: dict | None) -> str:
     if not config:
         return ""
     loss = {"mse": "mean squared error"}.get(config.get("loss"), config.get("loss"))
-    return f"{config.get('model')}; {config.get('data')}; loss: {loss}"
+    data = config.get("dataset", config.get("data"))  # "data" before --data existed
+    return f"{config.get('model')}; {data}; loss: {loss}"
 
 
 def eta_figure(run: dict, a: dict, config: dict | None = None):
@@ -82,6 +83,10 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
     if "sharpness_central" in a:
         S_c = a["sharpness_central"]
         ax_s.plot(t_flow[: len(S_c)], S_c, color="tab:red", lw=1.4, ls="--")  # with its loss
+    if "next_eigenvalue_central" in a:  # below 2/η throughout: k tracked all that reached it
+        lam, k = a["next_eigenvalue_central"], (run.get("central_flow") or {}).get("k", 1)
+        ax_s.plot(t_flow[: len(lam)], lam, color="tab:red", lw=0.8, ls=":",
+                  label=f"central flow: λ_{k + 1}, the first it does not track")  # fmt: skip
     bound_line(ax_s, t_flow[[0, -1]], [2 / eta] * 2, label=f"2/η = {2 / eta:.4g}",
                color="tab:orange")  # fmt: skip
     ax_s.set(xlabel=TIME, ylabel="sharpness S (loss units per parameter²)",
@@ -106,8 +111,13 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
                   label="central flow: predicted time-averaged GD loss L + tr Σ/η")  # fmt: skip
     error = (run.get("central_flow") or {}).get("predicted_loss_error")
     if error:
-        ax_l.text(0.98, 0.98, f"predicted vs averaged after the edge:\nmean {error['mean']:.1%}, "
-                  f"max {error['max']:.1%}", transform=ax_l.transAxes, ha="right", va="top",
+        text = "predicted vs averaged after the edge:"
+        text += f"\nmean {error['mean']:.1%}, max {error['max']:.1%}"
+        if error.get("settled"):
+            settled = error["settled"]
+            text += f"\nfrom 3σ after it: mean {settled['mean']:.1%}, max {settled['max']:.1%}"
+        # lower left: below the first steps' loss, where GD's spikes (later) do not reach
+        ax_l.text(0.02, 0.02, text, transform=ax_l.transAxes, ha="left", va="bottom",
                   fontsize=7, color="tab:red")  # fmt: skip
     stopped = (run.get("central_flow") or {}).get("stopped")
     if stopped:  # where and why the central flow ends, on the panels that draw it
@@ -164,8 +174,9 @@ def eta_figure(run: dict, a: dict, config: dict | None = None):
     figure_legend(fig, handles, labels, ncol=3)
     hover = (run.get("hover") or {}).get("median")
     claim = (
-        f"GD at η = {eta:g} passes 2/η at t = {run['t_edge']:.3g} and hovers there "
-        f"(median S/(2/η) = {hover:.3g} after)"
+        f"GD at η = {eta:g} passes 2/η at t = {run['t_edge']:.3g} and stays about it "
+        f"(S/(2/η) after: median {hover:.3g}, range {run['hover']['min']:.2g}–"
+        f"{run['hover']['max']:.3g})"
         if run.get("t_edge") is not None and hover is not None
         else f"GD at η = {eta:g}: sharpness S against the edge 2/η = {2 / eta:.4g}"
     )
@@ -230,7 +241,8 @@ def cosine_figure(cosines):
     ax.set(xlabel=TIME, ylabel="cos(Δw_t, w_t − w_0) (dimensionless)")
     ax.set_title(
         "After GD reaches the edge of stability (dotted: S first at 2/η) its steps turn across "
-        "its path:\nthe cosine of each update with the distance travelled falls towards 0",
+        "its path where it oscillates:\nthe cosine of each update with the distance travelled "
+        "drops towards 0",
         fontsize=9,
     )
     figure_legend(fig, ncol=2)

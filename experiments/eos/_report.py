@@ -31,7 +31,8 @@ def results(done) -> dict:
             "not the νP of Terjék 2025 (not public)",
             "predicted_loss": "central flow: L + σ²/η, its prediction of GD's time-averaged loss",
             "predicted_loss_error": "central flow: |predicted − GD's loss under a Gaussian "
-            "filter of σ = 50 steps| / the latter, from GD's first save at 2/η on",
+            "filter of σ = 50 steps| / the latter, from GD's first save at 2/η on (settled: "
+            "from 3σ after it on), 3σ from either end of GD's run",
         },
     }
 
@@ -70,6 +71,9 @@ def _run_line(r) -> str:
     stopped = c.get("stopped")
     if c and not stopped:
         head += f"; central flow to t={c['t_final']:.4g} tracking up to {c.get('tracked_max')}"
+        if c.get("next_eigenvalue_over_edge_max") is not None:
+            head += (f" (k = {c['k']}; λ{c['k'] + 1} at most "
+                     f"{c['next_eigenvalue_over_edge_max']:.3f} × 2/η)")  # fmt: skip
     if stopped:
         k = c.get("k", 1)
         why = "step budget"
@@ -82,6 +86,10 @@ def _run_line(r) -> str:
             f"; its predicted loss against GD's averaged (σ = {error['sigma_steps']} steps) "
             f"after the edge: mean {error['mean']:.2%}, max {error['max']:.2%}"
         )
+        if error.get("settled"):
+            settled = error["settled"]
+            head += (f"; from 3σ after the edge: mean {settled['mean']:.2%}, max "
+                     f"{settled['max']:.2%}")  # fmt: skip
     for name, why in r["failed"].items():
         head += f"; {name} failed: {why}"
     o = r.get("optimizer")

@@ -10,7 +10,7 @@ from .._files import sha256, versions, write_json
 from .._options import UsageError
 from .._run_folder import check_resumed_digest, open_run
 from ._cli import DEFAULTS, settings
-from ._problem import digits
+from ._problem import data_of, describe
 from ._report import results, summary_line
 from ._tasks import eos_task, eos_tasks
 
@@ -27,7 +27,7 @@ def run(args) -> int:
 def _run(args, s, sweep, start) -> int:
     folder, stored, s = open_run("eos", args.out, args.resume, args, s, DEFAULTS, settings=settings)
     try:
-        X, labels = digits(s["classes"], s["n_train"], s["seed"])
+        X, labels = data_of(s)
     except ValueError as e:
         raise UsageError(str(e)) from None
     data_sha256 = sha256(X, labels)
@@ -35,10 +35,7 @@ def _run(args, s, sweep, start) -> int:
     _interrupt.watch(folder)
     config = stored or {
         **s,
-        "data": f"scikit-learn digits (bundled), classes {s['classes']}, {len(labels)} random "
-        "images, standardised pixels (64)",
-        "model": f"models.MLP tanh, width {s['width']}, depth {s['depth']}, out_size "
-        f"{1 if s['task'] == 'binary' else len(s['classes'])}, output layer × {s['output_scale']}",
+        **describe(s, len(labels)),
         "data_sha256": data_sha256,
         "dtype": "float64",
         "time": "flow time t = kη (GD step k)",
@@ -47,7 +44,7 @@ def _run(args, s, sweep, start) -> int:
     folder.start(config)
     config = folder.stored_config()
     tqdm.write(
-        f"eos: {len(labels)} digits, {len(s['classes'])} classes, η = "
+        f"eos: {describe(s, len(labels))['dataset']}; η = "
         f"{', '.join(f'{e:g}' for e in s['etas'])} to t = {s['t1']:g}; run folder "
         f"{folder.path}; tasks: {sweep.describe()}",
         file=sys.stderr,

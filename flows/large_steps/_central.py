@@ -38,7 +38,21 @@ from ._complementarity import (
 from ._hessian import flat_function, flat_loss, third
 from ._sharpness import check_k, top_eigenpairs
 
-_ROOT = optx.Bisection(rtol=1e-13, atol=1e-13)
+
+class _Bracket(optx.Bisection):
+    """Bisection that stops once the bracket is within rtol·|t| + atol, whatever |f| is
+    there. optimistix's also waits for |f| < atol, out of reach where the event function
+    jumps at its root or is steep against float64's spacing of t: on the digits problem
+    (classes 0–2, η = 0.5, k = 3) the event at t = 114.013 ran the bisection out of its 256
+    steps (`nonlinear_max_steps_reached`), and the central flow stopped as "solver failed"."""
+
+    def terminate(self, fn, y, args, options, state, tags):
+        del fn, args, options, tags
+        scale = self.atol + self.rtol * jnp.abs(y)
+        return jnp.abs(state.lower - state.upper) < scale, optx.RESULTS.successful
+
+
+_ROOT = _Bracket(rtol=1e-13, atol=1e-13)
 _MAX_EVENTS = 1000
 # Lanczos inside the field: a residual of 1e-10·S (the eigenvectors to 1e-10·S/gap), at most
 # 60 products per evaluation, warm-started from the top eigenvectors at the last save.
@@ -465,7 +479,15 @@ def central_flow(
                 e.partial = partial()
                 raise e
             if not bool(span.ok):
-                raise FloatingPointError(f"the central flow's solver failed at t={t:.6g}")
+                why = "diffrax stopped it"
+                if bool(span.collapsed):  # said only "solver failed": which failure, where
+                    why = (
+                        f"its step size collapsed below {DTMIN_RELATIVE:g}·max(1, t1) with "
+                        f"{m} of k = {k} eigenvalues tracked at 2/η: the field is not smooth "
+                        "there (a jump or kink of the complementarity solution X or of the "
+                        "tracked eigenspace), or stiffer than the explicit solver can follow"
+                    )
+                raise FloatingPointError(f"the central flow's solver failed at t={t:.6g}: {why}")
             if bool(span.event):
                 record, join, leave = _at(field, t, w, m, U)
                 join, leave, U = float(join), float(leave), record["U"]

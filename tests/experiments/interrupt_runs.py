@@ -28,7 +28,8 @@ RUNS = {  # small, but several units of work each, so that an interrupt lands mi
     "ntk": (["--widths", "4,8", "--seeds", "2", "--depth", "2", "--n", "6", "--cond-depth", "4",
              "--no-progress", "--workers", "0"],
             f"part-{task_key(NTK_FIRST)}.json"),  # the largest network starts first
-    "eos": (["--n-train", "20", "--width", "4", "--etas", "0.8,0.4,0.2", "--t1", "8",
+    "eos": (["--data", "digits", "--activation", "tanh", "--output-scale", "0.1",
+             "--n-train", "20", "--width", "4", "--etas", "0.8,0.4,0.2", "--t1", "8",
              "--flows", "gradient", "--uv-points", "4", "--uv-steps", "10", "--no-progress",
              "--workers", "0"], f"part-{task_key({'part': 'eta', 'eta': 0.8})}.json"),
     # two Dirac-GAN variants, the locus and a tiny mixture: the first part is the GAN's

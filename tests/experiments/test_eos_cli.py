@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 import flows
-from experiments.eos._cli import DEFAULTS
+from experiments.eos._cli import DEFAULTS, DIGITS, parameters
 from experiments.eos._problem import problem_for
 from tests.helpers import cli, one_line
 
-# One η, a tiny net, a short horizon, the gradient flow alone (the modified and central
-# flows' compilations would dominate; tests/flows/large_steps pins them): the wiring in
-# seconds.
-TINY = ["--n-train", "20", "--width", "4", "--etas", "0.8", "--t1", "8", "--k", "2"]
+# One η, a tiny net on digits (the problem the defaults were before), a short horizon, the
+# gradient flow alone (the modified and central flows' compilations would dominate;
+# tests/flows/large_steps pins them): the wiring in seconds.
+TINY = ["--data", "digits", "--activation", "tanh", "--output-scale", "0.1", "--seed", "0"]
+TINY += ["--n-train", "20", "--width", "4", "--etas", "0.8", "--t1", "8", "--k", "2"]
 TINY += ["--flows", "gradient"]
 TINY += ["--uv-points", "10", "--uv-steps", "200", "--uv-width", "200", "--no-progress"]
 TINY += ["--workers", "0"]
@@ -44,6 +45,7 @@ def test_run_writes_config_parts_results_and_figures(finished):
     assert res["complete"] is True and res["config"]["experiment"] == "eos"
     config = res["config"]
     assert config["classes"] == list(range(10)) and config["seed"] == 0
+    assert config["data"] == "digits" and config["dataset"].startswith("scikit-learn digits")
     assert config["rtol"] == DEFAULTS["rtol"] and config["solver"] == "tsit5"
     assert "jax" in res["versions"] and "diffrax" in config["versions"]
     (run,) = res["runs"]
@@ -56,8 +58,7 @@ def test_run_writes_config_parts_results_and_figures(finished):
 
 
 def _settings(**changes):
-    s = dict(DEFAULTS, n_train=20, width=4, classes=list(range(10)), **changes)
-    return s
+    return {**DEFAULTS, **DIGITS, "n_train": 20, "width": 4, **changes}
 
 
 def test_sharpness_recorded_at_step_0_is_flows_sharpness_of_w0(finished):
@@ -133,6 +134,11 @@ def test_existing_folder_is_refused(finished, capsys):
         (["--flows", "gradient,exact"], "--flows: unknown exact"),
         (["--t1", "1"], "--t1 (1) must be at least 10 steps of the largest --etas"),
         (["--rtol", "0"], "--rtol"),
+        (
+            ["--data", "random", "--classes", "0,1", "--loss", "cross_entropy"],
+            "--classes 0,1, --loss cross_entropy: --data random has one output and the squared "
+            "loss; these options apply to --data digits",
+        ),
         # the step count was printed as a 301-digit integer
         (
             ["--t1", "1e300"],
@@ -145,3 +151,19 @@ def test_bad_input_exits_2_with_one_line_naming_the_flag(tmp_path, capsys, argv,
     assert _run("--out", tmp_path / "bad", *argv) == 2
     assert says in one_line(capsys.readouterr().err)
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_default_problem_is_the_peer_example_with_half_the_squared_error():
+    """The defaults: 128 standard-normal points in R^8, a swish MLP 8 → 16 → 16 → 1, ½ the
+    mean squared error: `benchmarks/_peer_mlp.py`'s example (the notebook of
+    alex-damian/central_flows_jax, with our draws), whose loss has no ½, so that GD at η on
+    ours is GD at η/2 on it, step for step."""
+    from benchmarks._peer_mlp import peer_mlp
+
+    s = dict(DEFAULTS, classes=list(range(10)))
+    problem = problem_for(s)
+    assert problem.p == parameters(s) == 433 and problem.X.shape == (128, 8)
+    loss, net, eta = peer_mlp(DEFAULTS["seed"])
+    # measured: equal to round-off (the same draws, the same network); tolerance 1e-12
+    assert float(problem.loss(problem.net0)) == pytest.approx(float(loss(net)) / 2, rel=1e-12)
+    assert float(DEFAULTS["etas"]) == 2 * eta

@@ -277,5 +277,9 @@ def test_the_predicted_loss_error_is_measured_against_the_gaussian_average():
     assert error["mean"] == pytest.approx(0.03, rel=1e-12)
     assert error["max"] == pytest.approx(0.03, rel=1e-12)  # 5.0 outside is left out
     assert error["from_t"] == 100.0 and error["saves"] == 326  # steps 200, 202, …, 850
+    # settled: from 3σ after the edge's save (step 200), steps 350, 352, …, 850
+    settled = error["settled"]
+    assert settled["mean"] == pytest.approx(0.03, rel=1e-12)
+    assert settled["from_t"] == 175.0 and settled["saves"] == 251
     assert _prediction_error(averaged, averaged, ts, None, idx, 1000) is None
     assert _prediction_error(averaged, averaged, ts, 100.0, idx, 300) is None  # too short

@@ -12,11 +12,12 @@ import pytest
 
 import flows
 import models
-from experiments.eos._cli import DEFAULTS
+from experiments.eos._cli import DEFAULTS, DIGITS
 from experiments.eos._problem import problem_for
 from tests.helpers import cli, one_line
 
-TINY = ["--n-train", "20", "--width", "4", "--etas", "0.8", "--t1", "8", "--flows", "gradient"]
+TINY = ["--data", "digits", "--activation", "tanh", "--output-scale", "0.1", "--seed", "0"]
+TINY += ["--n-train", "20", "--width", "4", "--etas", "0.8", "--t1", "8", "--flows", "gradient"]
 TINY += ["--uv-points", "10", "--uv-steps", "200", "--uv-width", "200", "--no-progress"]
 TINY += ["--workers", "0"]
 
@@ -35,7 +36,7 @@ def test_momentum_run_records_its_sharpness_against_2_plus_2_beta_over_eta(tmp_p
         t, S, L = a["t_opt"], a["sharpness_opt"], a["loss_opt"]
     np.testing.assert_allclose(t, 0.8 * np.arange(2, 11, 2), rtol=1e-15)
     # the first save, step 2: two heavy-ball steps by optax itself, then flows.sharpness
-    problem = problem_for(dict(DEFAULTS, n_train=20, width=4, classes=list(range(10))))
+    problem = problem_for({**DEFAULTS, **DIGITS, "n_train": 20, "width": 4})
     params, static = models.partition(problem.net0)
     opt = optax.sgd(0.8, momentum=0.5)
     state = opt.init(params)
@@ -92,7 +93,7 @@ def test_rmsprop_run_draws_its_central_flow_holding_the_effective_sharpness_at_2
     np.testing.assert_array_equal(pred[tracked == 0], L[tracked == 0])  # Σ = 0 off the edge
     assert np.all(pred[tracked == 1] > L[tracked == 1])
     # the flow starts at RMSProp's first preconditioner ν_1 = β2ν̄ + (1 − β2)∇L(w0)⊙²
-    problem = problem_for(dict(DEFAULTS, n_train=20, width=4, classes=list(range(10))))
+    problem = problem_for({**DEFAULTS, **DIGITS, "n_train": 20, "width": 4})
     _, nu1 = rmsprop_start(problem.loss, problem.net0, 0.99)
     P = jax.tree.map(lambda v: np.sqrt(v) + 1e-8, nu1)
     S0 = float(preconditioned_sharpness(problem.loss, problem.net0, P, tol=1e-12, max_iters=200)[0])

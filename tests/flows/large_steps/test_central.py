@@ -38,3 +38,27 @@ def test_central_flow_refuses_a_bad_eta_and_an_implicit_solver(problem):
         flows.central_flow(loss, net, 1.0, eta=-1.0)
     with pytest.raises(ValueError, match="solver must be explicit"):
         flows.central_flow(loss, net, 1.0, eta=0.1, solver="kvaerno5")
+
+
+def test_the_event_bisection_stops_on_its_bracket_where_the_event_function_jumps():
+    """The event at t = 114.013 of a digits run (classes 0–2, η = 0.5, k = 3) ran
+    optimistix's Bisection out of its 256 steps: it also waits for |f| < atol, which a jump
+    at the root never gives. The central flow's stops once the bracket is within tolerance."""
+    import jax.numpy as jnp
+    import optimistix as optx
+
+    from flows.large_steps._central import _ROOT
+
+    root = 114.0123456789
+
+    def jump(t, _):
+        return jnp.where(t < root, -1.0, 1.0) * 100.0
+
+    options = {"lower": 114.0, "upper": 114.02}
+    stock = optx.root_find(jump, optx.Bisection(rtol=1e-13, atol=1e-13), jnp.asarray(114.02),
+                           options=options, throw=False)  # fmt: skip
+    assert stock.result == optx.RESULTS.nonlinear_max_steps_reached  # the failure, as it was
+    ours = optx.root_find(jump, _ROOT, jnp.asarray(114.02), options=options, throw=False)
+    assert ours.result == optx.RESULTS.successful
+    # the bracket's tolerance is 1e-13·(1 + |t|) ≈ 1.1e-11; measured 4e-12
+    assert abs(float(ours.value) - root) < 1.2e-11
