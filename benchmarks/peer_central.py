@@ -4,8 +4,9 @@ one process: `python benchmarks/peer_central.py [--steps 1000]`; writes
 
 The peer's code is not a dependency of gradflows: without `central_flows_jax` (and flax, which
 its example uses) importable, the script says so and exits without writing anything. It was
-run in a separate virtual environment holding both (`pip install -e` of the peer's snapshot
-plus flax, cvxpy and cvxopt, and gradflows' own dependencies).
+run in a separate virtual environment holding both: gradflows' dependencies, flax, cvxpy,
+cvxopt and the peer's snapshot (`pip install -e .` there, or `pip install
+git+https://github.com/alex-damian/central_flows_jax@071585b`).
 
 The problem is the notebook's (`examples/mlp.ipynb`): flax `nnx.Rngs(0)`, 128 standard-normal
 inputs in 8 dimensions and targets, a swish MLP 8 → 16 → 16 → 1 (`nnx.Linear`), the mean
