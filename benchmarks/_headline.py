@@ -115,6 +115,7 @@ def claims() -> list[dict]:
         )
     )
     out += peer_claims()
+    out += peer_code_claims()
     return out
 
 
@@ -144,6 +145,27 @@ def peer_claims() -> list[dict]:
             )
         )
     return out
+
+
+def peer_code_claims() -> list[dict]:
+    """The authors' JAX code (alex-damian/central_flows_jax) on its own example against ours
+    (`benchmarks/peer_central.json`, both timed in one process), cold and warm, in CPU
+    seconds: the JSON's ratios are ours ÷ peer, so inverted here. No goal is set."""
+    peer = _read("peer_central.json")
+    return [
+        dict(
+            alternative=f"central_flows_jax, its example ({peer['steps']:,} GD steps)",
+            unit=unit,
+            ratio=1.0 / peer[f"ratio_{key}_cpu"],
+            goal=None,
+            met=None,
+            params=None,
+            command="python benchmarks/peer_central.py",
+            measured_at=None,
+            lower_bound=False,
+        )
+        for key, unit in (("cold", "CPU time, compile included"), ("warm", "CPU time, warm"))
+    ]
 
 
 def raw_command(rows) -> str:

@@ -23,6 +23,29 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import numpy as np  # noqa: E402
 
 
+def windows(ks, k_edge: int, steps: int, sigma: float) -> dict:
+    """The saves `ks` measured: "after_edge" (from step `k_edge` on) and "centred" (from 2σ
+    past it to 2σ before the end, where the filter is centred), as masks."""
+    return {
+        "after_edge": ks >= k_edge,
+        "centred": (ks >= k_edge + 2 * sigma) & (ks <= steps - 2 * sigma),
+    }
+
+
+def smoothed_errors(series, gd_loss, ks, k_edge: int, sigma: float) -> dict:
+    """|series / GD's smoothed loss − 1| at the saves `ks` in each of `windows`: `{window:
+    {"mean", "max"}}`; `gd_loss` has one entry per step 0..K, smoothed by a Gaussian filter of
+    σ = `sigma` steps (mode "nearest", as the peer's notebook)."""
+    from scipy.ndimage import gaussian_filter1d
+
+    L = gaussian_filter1d(np.asarray(gd_loss), sigma, mode="nearest")[ks]
+    out = {}
+    for name, sel in windows(ks, k_edge, len(gd_loss) - 1, sigma).items():
+        e = np.abs(np.asarray(series)[sel] / L[sel] - 1)
+        out[name] = {"mean": float(e.mean()), "max": float(e.max())}
+    return out
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=1000)
@@ -60,8 +83,7 @@ def main(argv=None) -> None:
     res = {"eta": eta, "steps": K, "sigma_steps": sig, "t_edge": t_edge,
            "gd_wall_s": gd_s, "central_wall_s": cf_s, "load": os.getloadavg(),
            "stats": {key: cf.stats[key] for key in counted}}  # fmt: skip
-    for name, lag in (("after_edge", 0), ("centred", 2 * sig)):
-        sel = (ks >= k_edge + lag) & ((ks <= K - 2 * sig) if lag else True)
+    for name, sel in windows(ks, k_edge, K, sig).items():
 
         def rel_out(a, sel=sel):
             return np.linalg.norm(a[sel] - out[sel], axis=1) / np.linalg.norm(out[sel], axis=1)

@@ -328,6 +328,66 @@ def central_euler_peer() -> str:
     return f"{_table(head, body)}\n\n{d['steps']:,} GD steps at η = {d['eta']:g}; {load}."
 
 
+def peer_central() -> str:
+    """`benchmarks/peer_central.json`: the authors' JAX code and ours run on its own example in
+    one process: CPU and wall seconds, cold and warm, how closely each holds the top effective
+    eigenvalue at 2 past its edge, and each predicted loss against GD's smoothed loss."""
+    d = _read("peer_central.json")
+    body = [
+        (
+            f"{name}, {clock}",
+            f"{d[f'ours_{key}'][f'{clock.lower()}_s']:.1f} s",
+            f"{d[f'peer_{key}'][f'{clock.lower()}_s']:.1f} s",
+            f"{d[f'ratio_{key}_{clock.lower()}']:.2f}",
+        )
+        for key, name in (("cold", "cold (compilation included)"), ("warm", "warm"))
+        for clock in ("CPU", "wall")
+    ]
+    body.append(
+        (
+            "first call, one GD step, in a fresh process (cold start)",
+            _cpu_wall(d["ours_first_call"]["cpu_s"], d["ours_first_call"]["wall_s"]),
+            _cpu_wall(d["peer_cold"]["first_call_cpu_s"], d["peer_cold"]["first_call_wall_s"]),
+            "",
+        )
+    )
+    body.append(
+        (
+            "max |λ₁·η/2 − 1| past the edge",
+            _short(d["ours_max_edge_error"]),
+            _short(d["peer_max_edge_error"]),
+            "",
+        )
+    )
+    for window, name in (("after_edge", "past our edge"), ("centred", "centred")):
+        body.append(
+            (
+                f"predicted loss vs GD's smoothed loss, {name}: mean, max",
+                _percent_pair(d["ours_predicted_loss"][window]),
+                _percent_pair(d["peer_predicted_loss"][window]),
+                "",
+            )
+        )
+    head = ("", "ours (Tsit5, rtol 1e-8, k = 1)", "peer (Euler, 4 substeps, 5 tracked)",
+            "ours ÷ peer")  # fmt: skip
+    load = f"load average {d['load_start'][0]:.1f} at the start, {d['load_end'][0]:.1f} at the end"
+    commit = (d["peer_versions"]["peer_commit"] or "?")[:7]
+    return (
+        f"{_table(head, body)}\n\n{d['steps']:,} GD steps at η = {d['eta']:g}, weights "
+        f"{d['weights']}; alex-damian/central_flows_jax at {commit}, flax "
+        f"{d['peer_versions']['flax']}, cvxpy {d['peer_versions']['cvxpy']}, JAX "
+        f"{d['versions']['jax']}; {load}."
+    )
+
+
+def _cpu_wall(cpu: float, wall: float) -> str:
+    return f"{cpu:.1f} s CPU, {wall:.1f} s wall"
+
+
+def _percent_pair(e: dict) -> str:
+    return f"{100 * e['mean']:.1f} %, {100 * e['max']:.1f} %"
+
+
 def readme() -> str:
     """README.md with its `docs/` links made relative to the docs folder."""
     with open(os.path.join(HERE, os.pardir, "README.md"), encoding="utf-8") as f:
@@ -344,6 +404,7 @@ TABLES = {
     "filippov_rows": filippov_rows,
     "sweep_run": sweep_run,
     "central_euler_peer": central_euler_peer,
+    "peer_central": peer_central,
     "readme": readme,
 }
 
