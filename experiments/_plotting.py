@@ -225,13 +225,6 @@ def shades(cmap, n: int, lo: float = 0.15, hi: float = 0.85) -> list:
     return list(colormaps[cmap](np.linspace(lo, hi, n)))
 
 
-def plain_list(values) -> str:
-    """'a → b' for a list of solver names (never a Python list repr in a title)."""
-    if isinstance(values, str):
-        return values
-    return " → ".join(str(v) for v in values)
-
-
 # ----------------------------------------------------------------------------- checks
 
 

@@ -13,6 +13,7 @@ from matplotlib.lines import Line2D
 
 from .. import _plotting as P
 from ._conservation_plots import conservation_figure, homogeneous_figure
+from ._report import plain_list
 
 DRIFT_LABEL = (
     "relative drift of C_k (dimensionless):\nmax_k ‖C_k(t) − C_k(0)‖_F\n/ max(1, ‖W_k‖² + ‖W_k+1‖²)"
@@ -288,7 +289,7 @@ def squared_figure(squared: dict, data: dict) -> Figure:
     )
     P.log_axis(ax2)
     _finish(ax2, "Balancedness drift", DRIFT_LABEL)
-    solvers = P.plain_list(squared["solvers"])
+    solvers = plain_list(squared["solvers"])
     when = squared.get("switched_to_stiff_at")
     how = (
         f"explicit, then {solvers.split(' → ')[-1]} from t = {when:.3g}"

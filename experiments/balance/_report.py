@@ -4,6 +4,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 
+def plain_list(values) -> str:
+    """'a → b' for a list of solver names (never a Python list repr in a title or a
+    printed line)."""
+    if isinstance(values, str):
+        return values
+    return " → ".join(str(v) for v in values)
+
+
 def _logistic_lines(results) -> list[str]:
     lines = []
     for run in results.get("logistic", {}).get("runs", []):
@@ -71,7 +79,8 @@ def _summary(results, figures) -> None:
         how = (
             "no switch" if switch is None else f"switched to {sq['solvers'][-1]} at t={switch:.4g}"
         )
-        lines.append(f"squared: {sq['num_steps']} steps, solvers {sq['solvers']} ({how})")
+        solvers = plain_list(sq["solvers"])
+        lines.append(f"squared: {sq['num_steps']} steps, solvers {solvers} ({how})")
     lines += _homogeneous_lines(results)
     sweep = results.get("sweep", {})
     if sweep:

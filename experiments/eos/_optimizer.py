@@ -94,10 +94,15 @@ def optimizer_run(loss, params0, *, s: dict, eta: float, report=None) -> tuple[d
     return record, arrays
 
 
-def optimizer_figure(run: dict, a: dict):
+def optimizer_figure(run: dict, a: dict, config: dict | None = None):
     """Two panels for one η: the optimizer's (preconditioned) sharpness against its limit,
-    and its loss beside GD's (and the central flow's prediction of GD's averaged loss)."""
+    and its loss beside GD's (and the central flow's prediction of GD's averaged loss), from
+    t = 0 (the optimizer starts where GD does). `config`: the run's config.json, whose model,
+    data and loss the title names, as on `eta-<η>.png`."""
+    import numpy as np
+
     from .._plotting import new_figure
+    from ._plots import problem_line
 
     o, eta = run["optimizer"], run["eta"]
     what = "S = λ_max(H)" if o["optimizer"] == "momentum" else "λ_max(P⁻¹H), P = √ν̂ + ε"
@@ -115,14 +120,20 @@ def optimizer_figure(run: dict, a: dict):
         else "below its stability limit"
     )
     ax_s.set(xlabel="flow time t = kη", ylabel="(preconditioned) sharpness",
-             title=f"{o['optimizer']}, η = {eta:g}: {claim}")  # fmt: skip
+             title=f"{o['optimizer']}'s {what} against its limit")  # fmt: skip
+    fig.suptitle(f"{o['optimizer']} at η = {eta:g}: {claim}"
+                 + ("\n" + problem_line(config) if config else ""), fontsize=9)  # fmt: skip
     ax_s.legend(fontsize=8)
     ax_l.semilogy(a["t_gd"], a["loss_gd"], color="0.5", lw=0.8, label=f"GD, η = {eta:g}")
     if "predicted_loss" in a:
         p = a["predicted_loss"]
         ax_l.semilogy(a["t"][: len(p)], p, color="tab:red", ls="--", lw=1.0,
                       label="central flow: predicted GD loss")  # fmt: skip
-    ax_l.semilogy(a["t_opt"], a["loss_opt"], color="k", lw=1.0, label=o["optimizer"])
+    t_opt, loss_opt = a["t_opt"], a["loss_opt"]
+    if len(t_opt) and t_opt[0] > 0 and len(a["t_gd"]) and a["t_gd"][0] == 0:
+        # saved from the first sharpness step on; at t = 0 its loss is GD's (same params0)
+        t_opt, loss_opt = np.r_[0.0, t_opt], np.r_[a["loss_gd"][0], loss_opt]
+    ax_l.semilogy(t_opt, loss_opt, color="k", lw=1.0, label=o["optimizer"])
     if central:
         ax_l.semilogy(
             a["t_cf_opt"],

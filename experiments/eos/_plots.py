@@ -38,7 +38,7 @@ def plot(folder: str, fmt: str = "png") -> list[str]:
         paths.append(save_figure(eta_figure(run, arrays, res.get("config")), path))
         if run.get("optimizer"):
             path = os.path.join(folder, f"optimizer-{run['eta']:g}.{fmt}")
-            paths.append(save_figure(optimizer_figure(run, arrays), path))
+            paths.append(save_figure(optimizer_figure(run, arrays, res.get("config")), path))
         cosines.append(
             (run["eta"], arrays["t_gd"][1:], arrays["update_cosine"], run.get("t_edge"),
              run.get("diverged"))

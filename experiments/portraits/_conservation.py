@@ -17,6 +17,7 @@ from .. import _plotting
 from ._checks import _bounds, _grid_size, _integer, _point, _points, _positive
 from ._drawing import (
     Portrait,
+    _bar_ticks,
     _colours,
     _figure,
     _finish,
@@ -48,7 +49,7 @@ def draw_conservation(data: dict) -> Figure:
     levels = colors.PowerNorm(0.5, vmin=0, vmax=vmax).inverse(np.linspace(0, 1, 17))
     cs = ax.contourf(w1, w2, value, levels=levels, cmap="Blues", alpha=0.6, extend="max")
     bar = fig.colorbar(cs, ax=ax, label=f"loss {data['model']}", shrink=0.85)
-    bar.set_ticks(_nice_levels(0, vmax, 6))
+    _bar_ticks(bar, 0.0, vmax)
     Q = np.asarray(data["invariant"])
     ax.contour(
         w1,

@@ -67,6 +67,15 @@ def _nice_levels(lo: float, hi: float, n: int) -> np.ndarray:
     return ticker.MaxNLocator(n).tick_values(lo, hi)
 
 
+def _bar_ticks(bar, lo: float, hi: float, n: int = 6) -> None:
+    """About n round ticks on colour bar `bar` of the range [lo, hi], none outside it: a tick
+    above hi was drawn at the bar's end, on top of its neighbour (5 and 6 with 5.6 at the
+    top)."""
+    ticks = _nice_levels(lo, hi, n)
+    slack = 1e-9 * max(abs(lo), abs(hi), 1.0)
+    bar.set_ticks(ticks[(ticks >= lo - slack) & (ticks <= hi + slack)])
+
+
 def _colours(n: int) -> list[str]:
     return [_START_COLOURS[i % len(_START_COLOURS)] for i in range(n)]
 

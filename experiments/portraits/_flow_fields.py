@@ -17,6 +17,7 @@ import models
 from ._checks import _bounds, _grid_size, _integer, _point, _points, _positive, _positives
 from ._drawing import (
     Portrait,
+    _bar_ticks,
     _colours,
     _figure,
     _finish,
@@ -24,7 +25,6 @@ from ._drawing import (
     _legend,
     _mark,
     _marker_handles,
-    _nice_levels,
     _paths,
 )
 from ._numerics import _axes, _Descent, _flows, _on_grid, _path_lengths, _Plain, _straightness
@@ -143,7 +143,7 @@ def draw_flows(data: dict) -> Figure:
                 fontsize=9,
             )
     bar = fig.colorbar(cs, ax=axes, label=str(data["value_label"]), shrink=0.8)
-    bar.set_ticks(_nice_levels(vmin, vmax, 6))
+    _bar_ticks(bar, vmin, vmax)
     handles = [
         Line2D([], [], color="k", ls=styles[i], lw=2, label=f"exact flow of {labels[i]}")
         for i in range(paths.shape[1])

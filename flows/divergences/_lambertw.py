@@ -3,6 +3,7 @@ Halley's iteration, which JAX lacks. The Jeffreys divergence needs them: (f*)′
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 _HALLEY_STEPS = 5  # from the starts below 3 steps reach round-off (measured); 2 leave 1e-7
 
@@ -24,14 +25,24 @@ def lambertw(z):
 
     **Arguments:** `z`: a float64 array of any shape.
 
-    **Returns:** W₀(z), the array's shape; +∞ at z = +∞ (W grows like log z); NaN where
-    z < −1/e (no real value) or z is NaN.
+    **Returns:** W₀(z), the array's shape; +∞ at z = +∞ (W grows like log z); NaN where z is
+    NaN, and, inside traced code (`jit`, `grad`, `vmap`), where z < −1/e (no real value;
+    `scipy.special.lambertw` gives a complex number there).
+
+    **Raises:** `ValueError` when `z` is concrete (not traced) and some entry is below −1/e.
     Accurate to a few ulps away from the branch point −1/e (tested against
     `scipy.special.lambertw` to 1e-14 relative); W′ is infinite at −1/e, so there the
     accuracy follows that of z + 1/e.
 
     **Reference:** Corless, Gonnet, Hare, Jeffrey & Knuth, "On the Lambert W function",
     Adv. Comput. Math. 5 (1996), Halley's iteration eq. 5.9."""
+    if not isinstance(z, jax.core.Tracer):
+        below = np.asarray(z, dtype=float) < -1.0 / np.e
+        if np.any(below):
+            raise ValueError(
+                f"z: W₀ is real only for z ≥ −1/e ≈ -0.3679, got {np.asarray(z)[below].flat[0]!r}"
+                " (inside jit/grad the value there is NaN)"
+            )
     z = jnp.asarray(z, dtype=float)
     valid = z >= -1.0 / jnp.e
     infinite = z == jnp.inf  # the start's log(log z)/log z was inf/inf = NaN

@@ -6,6 +6,8 @@ import numpy as np
 
 from models import partition
 
+from .._flow import Trajectory
+
 
 def update_cosine(trajectory) -> np.ndarray:
     """cos(Δw_t, w_t − w_0), Δw_t = w_t − w_{t−1}, at every saved step t ≥ 1 of a
@@ -14,12 +16,17 @@ def update_cosine(trajectory) -> np.ndarray:
 
     **Returns:** shape `(T − 1,)`, for `trajectory.ts[1:]`.
 
-    **Raises:** `ValueError` when the trajectory has no parameters, or its saves are not
-    consecutive steps.
+    **Raises:** `TypeError` when `trajectory` is not a `Trajectory`; `ValueError` when the
+    trajectory has no parameters, or its saves are not consecutive steps.
 
     This is the plain geometric quantity; it is not the νP of "MLPs at the EOC" (Terjék 2025),
     whose definition is not public.
     """
+    if not isinstance(trajectory, Trajectory):
+        raise TypeError(
+            f"trajectory: expected a flows.Trajectory from flows.gradient_descent, "
+            f"got {type(trajectory).__name__}"
+        )
     if trajectory.params is None:
         raise ValueError("trajectory: solved with save_params=False; the cosine needs params")
     eta = trajectory.config.get("eta")

@@ -21,11 +21,12 @@ class EdgeOfStabilityWarning(UserWarning):
 
 def warn_above_edge(
     who: str, loss, params, eta: float, bound: float, name: str, meaning: str, stacklevel=3
-) -> None:
+) -> float:
     """Warn once (`EdgeOfStabilityWarning`) where η·λ_max(params) > `bound`, naming λ_max (as
     `name`), `bound`/η and η·λ_max, and `meaning` (what fails there). Silent where the
     Hessian is not finite (a diagnostic never raises). `stacklevel` as `warnings.warn`'s,
-    counted from this function: 3 names the caller of the function that calls it."""
+    counted from this function: 3 names the caller of the function that calls it.
+    Returns the estimate of λ_max (NaN where the Hessian is not finite)."""
     f, w, _, _ = flat_loss(loss, params)
     values = np.asarray(top_eigenpairs(f, w, 1, tol=_TOL, max_iters=_ITERS).values)
     lam = float(values[0])
@@ -37,3 +38,4 @@ def warn_above_edge(
             EdgeOfStabilityWarning,
             stacklevel=stacklevel,
         )
+    return lam

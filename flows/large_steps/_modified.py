@@ -6,13 +6,17 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import numpy as np
 
 from .._checks import check_positive
+from .._failures import MaxStepsReached
 from .._flow import Trajectory
 from .._settings import SolveSettings
 from ._edge_warning import warn_above_edge
 from ._field_flow import field_flow
 from ._hessian import flat_function, hvp, third
+
+_EPS = float(np.finfo(np.float64).eps)
 
 
 class _ModifiedField(eqx.Module):
@@ -73,8 +77,11 @@ def modified_flow(
     **Returns:** a `Trajectory` (time in flow units, step k of GD at t = kη); `config` holds
     `eta` and `order`.
 
-    **Raises:** `ValueError` naming `eta` (not finite and > 0) or `order` (not 0, 1, 2);
-    otherwise as `gradient_flow` (`TypeError` naming `loss` when it is not a float scalar).
+    **Raises:** `ValueError` naming `eta` (not finite and > 0, or so large that the
+    correction is over 1/ε times the gradient at `params0`: ηλ_max(0)/2 > 4.5e15) or `order`
+    (not 0, 1, 2); otherwise as `gradient_flow` (`TypeError` naming `loss` when it is not a
+    float scalar), a failed solve's message led by η·λ_max(0) where it is > 1 (the
+    correction then stiffens the flow by about that factor).
     `flows.large_steps.EdgeOfStabilityWarning` (once) where order ≥ 1 and ηλ_max > 1 at
     `params0` (λ_max by 20 Lanczos products, a lower bound), naming η, λ_max and ηλ_max.
 
@@ -87,19 +94,41 @@ def modified_flow(
     if isinstance(order, bool) or order not in (0, 1, 2):
         raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
 
+    lam = np.nan
     if order >= 1:
-        warn_above_edge(
+        lam = warn_above_edge(
             "modified_flow", loss, params0, eta, 1.0, "λ_max(0)",
             "the modified flow's premise (ηλ_max < 1, where backward error analysis of "
             "gradient descent holds) fails at params0; GD departs from it at every order",
         )  # fmt: skip
+        if eta * lam / 2 > 1 / _EPS:  # NaN (no estimate) compares False
+            raise ValueError(
+                f"eta: the correction (η/2)H∇L is {eta * lam / 2:.3g} times the gradient at "
+                f"params0 (eta = {eta:g}, λ_max(0) = {lam:.4g}), past 1/ε = {1 / _EPS:.3g}: "
+                "−∇L is lost in its round-off; the modified flow models gradient descent for "
+                f"eta < 1/λ_max(0) = {1 / lam:.3g}"
+            )
 
     def make_field(loss, static, spec):
         return _ModifiedField(loss, static, spec, order, jax.numpy.asarray(eta))
 
-    return field_flow(
-        make_field, loss, params0, t1, settings=settings, ts=ts, observables=observables,
-        save_params=save_params, progress=progress, checkpoint=checkpoint,
-        desc=f"modified flow (order {order})", config={"eta": eta, "order": order},
-        overrides=overrides,
-    )  # fmt: skip
+    try:
+        return field_flow(
+            make_field, loss, params0, t1, settings=settings, ts=ts, observables=observables,
+            save_params=save_params, progress=progress, checkpoint=checkpoint,
+            desc=f"modified flow (order {order})", config={"eta": eta, "order": order},
+            overrides=overrides,
+        )  # fmt: skip
+    except (MaxStepsReached, FloatingPointError) as error:
+        if eta * lam > 1 and error.args:  # NaN (no estimate, order 0) compares False
+            error.args = (f"{_past_edge(eta, lam)}; {error.args[0]}", *error.args[1:])
+        raise
+
+
+def _past_edge(eta: float, lam: float) -> str:
+    return (
+        f"eta = {eta:g} puts eta·λ_max(0) = {eta * lam:.3g} past 1 (λ_max(0) = {lam:.4g}): "
+        f"the correction (η/2)H∇L is about {eta * lam / 2:.3g} times the gradient and "
+        f"stiffens the flow by that factor; a step eta < 1/λ_max(0) = {1 / lam:.3g} is "
+        "where the modified flow models gradient descent"
+    )

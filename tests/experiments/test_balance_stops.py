@@ -8,7 +8,7 @@ from matplotlib.lines import Line2D
 
 from experiments import _plotting as P
 from experiments.balance._conservation_plots import homogeneous_figure
-from experiments.balance._report import _homogeneous_lines
+from experiments.balance._report import _homogeneous_lines, _summary
 
 
 def _finished(folder, name, rtol=1e-8):
@@ -82,3 +82,14 @@ def test_the_summary_of_a_stopped_run_names_its_status_and_no_missing_count(tmp_
     assert "abs filippov to t=10000: stopped at t=1475: events accumulate" in lines
     assert "abs tsit5 to t=10000: stopped at t=0.75 after 20000 steps: max_steps reached" in lines
     assert not any("None" in line for line in lines)
+
+
+def test_the_summary_names_the_squared_runs_solvers_as_plain_text(capsys):
+    squared = {"num_steps": 120, "switched_to_stiff_at": None, "solvers": ["tsit5"]}
+    _summary({"squared": squared}, [])
+    assert "squared: 120 steps, solvers tsit5 (no switch)" in capsys.readouterr().out
+    squared.update(switched_to_stiff_at=3.5, solvers=["tsit5", "kvaerno5"])
+    _summary({"squared": squared}, [])
+    out = capsys.readouterr().out
+    assert "solvers tsit5 → kvaerno5 (switched to kvaerno5 at t=3.5)" in out
+    assert "[" not in out

@@ -98,3 +98,21 @@ def test_rmsprop_run_draws_its_central_flow_holding_the_effective_sharpness_at_2
     P = jax.tree.map(lambda v: np.sqrt(v) + 1e-8, nu1)
     S0 = float(preconditioned_sharpness(problem.loss, problem.net0, P, tol=1e-12, max_iters=200)[0])
     assert S[0] == pytest.approx(S0, rel=1e-8)
+
+
+def test_optimizer_figure_names_the_problem_and_draws_the_loss_from_t_0():
+    from experiments.eos._optimizer import optimizer_figure
+
+    o = {"optimizer": "rmsprop", "limit": 4.0, "edge_step": 2, "median_ratio": 1.01}
+    a = {"t_opt": np.array([0.5, 1.0]), "loss_opt": np.array([0.9, 0.8])}
+    a |= {"sharpness_opt": np.array([3.0, 4.1]), "t_gd": np.array([0.0, 0.5, 1.0])}
+    a |= {"loss_gd": np.array([1.0, 0.95, 0.9]), "t": np.array([0.0, 0.5, 1.0])}
+    config = {"model": "mlp [4]", "data": "digits 0-9, 20 train", "loss": "mse"}
+    fig = optimizer_figure({"eta": 0.5, "optimizer": o}, a, config)
+    title = fig._suptitle.get_text()
+    assert title.startswith("rmsprop at η = 0.5: at its limit from step 2")
+    assert title.endswith("\nmlp [4]; digits 0-9, 20 train; loss: mean squared error")
+    ax_l = fig.axes[1]
+    (line,) = [ln for ln in ax_l.get_lines() if ln.get_label() == "rmsprop"]
+    np.testing.assert_array_equal(line.get_xdata(), [0.0, 0.5, 1.0])  # was from t = 0.5
+    np.testing.assert_array_equal(line.get_ydata(), [1.0, 0.9, 0.8])  # GD's loss at t = 0

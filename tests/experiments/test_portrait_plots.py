@@ -235,3 +235,12 @@ def test_lazy_flow_figure_is_one_panel_per_alpha_each_naming_the_path_it_measure
         styles = {line.get_linestyle() for line in ax.get_lines()}
         assert {"-", "--"} <= styles  # the flows of F_α and of F̄_α
     assert "coincide" in portrait.figure._suptitle.get_text()
+
+
+def test_flow_figure_colour_bar_ticks_lie_within_its_range(lazy):
+    # --grid 9: the top tick 6 lay above the bar's top 5.6 and was drawn on top of 5
+    portrait, _ = lazy
+    (ax,) = [ax for ax in portrait.figure.axes if not ax.get_xlabel()]
+    lo, hi = ax._colorbar.norm.vmin, ax._colorbar.norm.vmax
+    ticks = ax.get_yticks()
+    assert len(ticks) >= 3 and lo - 1e-9 <= ticks.min() and ticks.max() <= hi + 1e-9

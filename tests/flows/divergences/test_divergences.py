@@ -102,7 +102,13 @@ def test_lambertw_matches_scipy_to_1e_14():
     np.testing.assert_allclose(w, expected, rtol=1e-14, atol=0)
     # at the branch point W(−1/e) = −1, and below it no real value
     assert float(D.lambertw(-1.0 / np.e)) == -1.0
-    assert np.isnan(float(D.lambertw(-0.5)))
+
+
+@pytest.mark.parametrize("z", [-1.0, -0.5, -np.inf, np.array([0.0, -1.0])])
+def test_lambertw_refuses_concrete_z_below_the_branch_point_and_is_nan_there_when_traced(z):
+    with pytest.raises(ValueError, match="z: W₀ is real only for z ≥ −1/e"):
+        D.lambertw(z)
+    assert np.isnan(np.asarray(jax.jit(D.lambertw)(z))).any()
 
 
 def test_wright_omega_matches_scipy_to_1e_14_without_overflow():
@@ -116,7 +122,6 @@ def test_lambertw_and_wright_omega_are_infinite_at_infinity():
     assert float(D.wright_omega(np.inf)) == np.inf
     assert float(D.wright_omega(-np.inf)) == 0.0
     assert float(jax.grad(D.lambertw)(np.inf)) == 0.0
-    assert np.isnan(float(D.lambertw(-np.inf)))  # below −1/e: no real value, as documented
 
 
 # f*(s) → −f(0) as s → −∞ (the sup of st − f(t) moves to t = 0)

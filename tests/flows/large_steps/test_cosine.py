@@ -25,3 +25,8 @@ def test_update_cosine_refuses_saves_that_are_not_consecutive_steps():
     )
     with pytest.raises(ValueError, match="consecutive steps"):
         update_cosine(traj)
+
+
+def test_update_cosine_refuses_what_is_not_a_trajectory():
+    with pytest.raises(TypeError, match="trajectory: expected a flows.Trajectory.*got list"):
+        update_cosine([1, 2, 3])

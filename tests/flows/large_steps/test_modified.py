@@ -45,3 +45,16 @@ def test_modified_flow_refuses_bad_eta_and_order():
         flows.modified_flow(loss, jnp.ones(2), 1.0, eta=0.0)
     with pytest.raises(ValueError, match="order"):
         flows.modified_flow(loss, jnp.ones(2), 1.0, eta=0.1, order=3)
+
+
+@pytest.mark.filterwarnings("ignore::flows.large_steps.EdgeOfStabilityWarning")
+def test_modified_flow_says_eta_is_what_is_wrong_where_it_is_absurd():
+    loss = lambda w: jnp.sum(w**2)  # noqa: E731, λ_max = 2
+    # the correction (η/2)H∇L swamps the gradient (ηλ/2 > 1/ε): refused before any step
+    # (eta=1e300 was MaxStepsReached blaming kinks in the objective)
+    for eta in (1e300, 1e20):
+        with pytest.raises(ValueError, match=r"eta: the correction \(η/2\)H∇L is .* past 1/ε"):
+            flows.modified_flow(loss, jnp.ones(2), 1.0, eta=eta)
+    # finite but stiff: the solver's failure is led by eta·λ_max(0)
+    with pytest.raises(flows.MaxStepsReached, match=r"^eta = 1000 puts eta·λ_max\(0\) = 2e\+03"):
+        flows.modified_flow(loss, jnp.ones(2), 1.0, eta=1e3, max_steps=5)
