@@ -359,7 +359,7 @@ def central_euler_peer() -> str:
             for r in rows
         ]
         head = ("ours' rtol / atol", "steps (rejected)", "products", "CPU, warm",
-                "÷ Euler", "max |S·η/2 − 1|", "path vs tightest")  # fmt: skip
+                "÷ Euler", "max \\|S·η/2 − 1\\|", "path vs tightest")  # fmt: skip
         out += "\n\n" + _table(head, body)
     return out
 
