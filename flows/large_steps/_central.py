@@ -56,7 +56,7 @@ _ROOT = _Bracket(rtol=1e-13, atol=1e-13)
 _MAX_EVENTS = 1000
 # Lanczos inside the field: a residual of 1e-10·S (the eigenvectors to 1e-10·S/gap), at most
 # 60 products per evaluation, warm-started from the top eigenvectors at the last save; on the
-# edge the field's own (the top k only) tests its residual every _CHECK products.
+# edge the field's own (`tracked`: the top k converged) tests its residual every _CHECK products.
 _TOL, _ITERS, _CHECK = 1e-10, 60, 4
 _FAILED = []  # the last failed complementarity solve, (t, residual), read by central_flow
 # The products of each call, by its id: [field evaluations, Hessian-vector products,
