@@ -6,14 +6,20 @@ cvxpy and cvxopt, which the project does not install): the baseline is our reimp
 of their scheme's step, not their code.
 
 The baseline steps the central flow by explicit Euler, 4 substeps per GD step (dt = η/4), one
-`lax.scan` program; each substep computes what an evaluation of our field computes: the top 2
-eigenpairs by the same warm-started band Lanczos (`top_eigenpairs`, the same tolerance and
-cap), ∇S = ∇³L[u, u] (one third-derivative product) and σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²) (the
-k = 1 closed form, as ours), switched on at the first substep with S ≥ 2/η (no look-ahead).
-Both run in one process: first each cold (its compilation included), then each again
-(warm: the solve alone). Reported: CPU seconds (`time.process_time`) and wall seconds of
-each, the ratios ours ÷ Euler (goal ≤ 1/3), and |S·η/2 − 1| after the edge for each.
-"""
+`lax.scan` program; each substep computes what an evaluation of our field on the edge computes:
+the top eigenpair by the same band Lanczos warm-started from the last substep's top 2 vectors
+(`edge_eigenpairs`, the same tolerance on the top pair, cap and scale 2/η), ∇S = ∇³L[u, u] (one
+third-derivative product) and σ² = max(0, −2⟨∇S, ∇L⟩/‖∇S‖²) (the k = 1 closed form, as ours),
+switched on at the first substep with S ≥ 2/η (no look-ahead). It does not watch the second
+eigenvalue (ours does, once per step, in its event: top 2 pairs, to stop where a second one
+reaches 2/η), and it computes the eigenpair before the edge too (ours does not: its field is
+−∇L there, and its event watches S). Both run in one process: first each cold (its compilation
+included), then each again (warm: the solve alone). Ours runs Tsit5 at rtol 1e-8, atol 1e-10
+(`RTOL`, `ATOL`), and warm also at 1e-6/1e-8 and at the library's defaults 1e-10/1e-12
+(`TOLERANCES`), each against the same Euler run. Reported: CPU seconds (`time.process_time`)
+and wall seconds of each, the ratios ours ÷ Euler (goal ≤ 1/3), |S·η/2 − 1| after the edge for
+each, ours' steps and products, and the largest ‖w(t) − w_ref(t)‖/‖w_ref(t) − w0‖ over the
+saves against ours at the tightest tolerance."""
 
 import argparse
 import os
@@ -25,28 +31,33 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import numpy as np  # noqa: E402
 
+RTOL, ATOL = 1e-8, 1e-10
+TOLERANCES = ((1e-10, 1e-12), (1e-6, 1e-8))
+
 
 def euler(loss, net, eta, steps, substeps=4):
-    """`(S (steps,), L (steps,), w_end)`: S and L at the start of each GD step; one program."""
+    """`(S (steps,), L (steps,), w_end, hvps)`: S and L at the start of each GD step and the
+    Hessian-vector products of all substeps; one program."""
     import jax
     import jax.numpy as jnp
 
-    from flows.large_steps._central import _ITERS, _TOL
+    from flows.large_steps._central import _CHECK, _ITERS, _TOL
     from flows.large_steps._hessian import flat_loss, third
-    from flows.large_steps._sharpness import top_eigenpairs
+    from flows.large_steps._sharpness import edge_eigenpairs
 
     f, w0, _, _ = flat_loss(loss, net)
     dt = eta / substeps
 
     def substep(carry, _):
-        w, U, active = carry
-        top = top_eigenpairs(f, w, 2, U, tol=_TOL, max_iters=_ITERS)
+        w, U, active, hvps = carry
+        lam, U, n = edge_eigenpairs(f, w, 1, U, 2 / eta, tol=_TOL, max_iters=_ITERS,
+                                    check_every=_CHECK)  # fmt: skip
         g = jax.grad(f)(w)
-        gS = third(f, w, top.vectors[0], top.vectors[0])
+        gS = third(f, w, U[0], U[0])
         sigma2 = jnp.maximum(0.0, -2 * (gS @ g) / (gS @ gS))
-        active = active | (top.values[0] >= 2 / eta)
+        active = active | (lam[0] >= 2 / eta)
         v = -(g + 0.5 * jnp.where(active, sigma2, 0.0) * gS)
-        return (w + dt * v, top.vectors, active), (top.values[0], f(w))
+        return (w + dt * v, U, active, hvps + n), (lam[0], f(w))
 
     def step(carry, _):
         carry, (S, L) = jax.lax.scan(substep, carry, None, length=substeps)
@@ -55,11 +66,12 @@ def euler(loss, net, eta, steps, substeps=4):
     @jax.jit
     def run(w0):
         U0 = jnp.zeros((2, w0.shape[0]), w0.dtype)
-        carry, (S, L) = jax.lax.scan(step, (w0, U0, jnp.asarray(False)), None, length=steps)
-        return S, L, carry[0]
+        init = (w0, U0, jnp.asarray(False), jnp.asarray(0))
+        carry, (S, L) = jax.lax.scan(step, init, None, length=steps)
+        return S, L, carry[0], carry[3]
 
-    S, L, w = run(w0)
-    return np.asarray(S), np.asarray(L), np.asarray(w)
+    S, L, w, hvps = run(w0)
+    return np.asarray(S), np.asarray(L), np.asarray(w), int(hvps)
 
 
 def main(argv=None) -> None:
@@ -74,38 +86,70 @@ def main(argv=None) -> None:
     K = args.steps
     ts = eta * np.arange(0, K + 1, 10.0)
 
-    def ours():
-        return flows.central_flow(loss, net, K * eta, eta=eta, ts=ts, save_params=False)
+    def ours(rtol=RTOL, atol=ATOL):
+        return flows.central_flow(loss, net, K * eta, eta=eta, ts=ts, rtol=rtol, atol=atol)
 
     def timed(fn):
         w0, c0 = time.perf_counter(), time.process_time()
         out = fn()
         return out, time.process_time() - c0, time.perf_counter() - w0
 
-    res = {"eta": eta, "steps": K, "load_start": os.getloadavg()}
+    res = {"eta": eta, "steps": K, "rtol": RTOL, "atol": ATOL, "load_start": os.getloadavg()}
     cf, res["ours_cold_cpu_s"], res["ours_cold_wall_s"] = timed(ours)
     eu, res["euler_cold_cpu_s"], res["euler_cold_wall_s"] = timed(lambda: euler(loss, net, eta, K))
     cf, res["ours_warm_cpu_s"], res["ours_warm_wall_s"] = timed(ours)
     eu, res["euler_warm_cpu_s"], res["euler_warm_wall_s"] = timed(lambda: euler(loss, net, eta, K))
+    others = {tol: timed(lambda tol=tol: ours(*tol)) for tol in TOLERANCES}
     res["load_end"] = os.getloadavg()
     for kind in ("cold", "warm"):
         for clock in ("cpu", "wall"):
             res[f"ratio_{kind}_{clock}"] = (
                 res[f"ours_{kind}_{clock}_s"] / res[f"euler_{kind}_{clock}_s"]
             )
+    ref = others[TOLERANCES[0]][0]
     t_edge = cf.stats["events"][0][0] if cf.stats["events"] else np.inf
-    after = cf.ts > t_edge
     res["ours_t_edge"] = t_edge
-    res["ours_max_edge_error"] = float(
-        np.max(np.abs(cf.observables["sharpness"][after] * eta / 2 - 1))
-    )
+    res["ours_max_edge_error"] = _edge_error(cf, eta)
     S = eu[0]
     k_edge = int(np.argmax(S >= 2 / eta))
     res["euler_step_edge"] = k_edge
     res["euler_max_edge_error"] = float(np.max(np.abs(S[k_edge + 1 :] * eta / 2 - 1)))
-    res["ours_stats"] = {key: cf.stats[key] for key in ("num_steps", "hvps", "third_products",
-                                                        "complementarity_solves")}  # fmt: skip
+    res["euler_hvps"] = eu[3]
+    res["ours_stats"] = _stats(cf, ref)
+    res["ours_at"] = []
+    for (rtol, atol), (out, cpu, wall) in others.items():
+        row = {"rtol": rtol, "atol": atol, "warm_cpu_s": cpu, "warm_wall_s": wall}
+        row["ratio_warm_cpu"] = cpu / res["euler_warm_cpu_s"]
+        row["max_edge_error"] = _edge_error(out, eta)
+        res["ours_at"].append({**row, **_stats(out, ref)})
     write_result(res, "central_euler_peer")
+
+
+def _edge_error(cf, eta) -> float:
+    """max |S·η/2 − 1| at the saves past the first event (None before it)."""
+    t_edge = cf.stats["events"][0][0] if cf.stats["events"] else np.inf
+    after = cf.observables["sharpness"][cf.ts > t_edge]
+    return float(np.max(np.abs(after * eta / 2 - 1))) if after.size else None
+
+
+def _stats(cf, ref) -> dict:
+    """Steps and products, and the path's largest distance from `ref` relative to how far
+    `ref` moved (over the saves after t = 0)."""
+    import jax
+
+    from models import partition
+
+    def flat(traj):
+        rows = jax.vmap(lambda p: jax.flatten_util.ravel_pytree(p)[0])(partition(traj.params)[0])
+        return np.asarray(rows)
+
+    W, R = flat(cf), flat(ref)
+    moved = np.linalg.norm(R[1:] - R[0], axis=1)
+    out = {key: cf.stats[key] for key in ("num_steps", "num_rejected_steps", "hvps",
+                                          "third_products", "complementarity_solves")}  # fmt: skip
+    out["path_error"] = float(np.max(np.linalg.norm(W[1:] - R[1:], axis=1) / moved))
+    out["final_loss"] = float(cf.loss[-1])
+    return out
 
 
 if __name__ == "__main__":

@@ -301,14 +301,15 @@ def _short(x: float) -> str:
 
 def central_euler_peer() -> str:
     """`benchmarks/central_euler_peer.json`: ours against the Euler baseline on the peer
-    example, cold and warm CPU seconds and how closely each holds S at 2/η past the edge."""
+    example, cold and warm CPU seconds and how closely each holds S at 2/η past the edge;
+    then ours warm at each tolerance against the same Euler run."""
     d = _read("central_euler_peer.json")
     body = [
         (
             f"{name}, CPU",
             f"{d[f'ours_{key}_cpu_s']:.1f} s",
             f"{d[f'euler_{key}_cpu_s']:.1f} s",
-            f"{d[f'ratio_{key}_cpu']:.1f}",
+            f"{d[f'ratio_{key}_cpu']:.2f}",
         )
         for key, name in (
             ("cold", "cold (compilation included)"),
@@ -323,9 +324,44 @@ def central_euler_peer() -> str:
             "",
         )
     )
-    head = ("", "ours (Tsit5, rtol 1e-8)", "Euler, 4 substeps", "ours ÷ Euler")
+    body.append(
+        (
+            "Hessian-vector products",
+            f"{d['ours_stats']['hvps']:,}",
+            f"{d['euler_hvps']:,}" if "euler_hvps" in d else "—",
+            "",
+        )
+    )
+    head = (
+        "",
+        f"ours (Tsit5, rtol {d.get('rtol', 1e-10):g})",
+        "Euler, 4 substeps",
+        "ours ÷ Euler",
+    )
     load = f"load average {d['load_start'][0]:.1f} at the start, {d['load_end'][0]:.1f} at the end"
-    return f"{_table(head, body)}\n\n{d['steps']:,} GD steps at η = {d['eta']:g}; {load}."
+    out = f"{_table(head, body)}\n\n{d['steps']:,} GD steps at η = {d['eta']:g}; {load}."
+    rows = [dict(rtol=d.get("rtol"), atol=d.get("atol"), warm_cpu_s=d["ours_warm_cpu_s"],
+                 ratio_warm_cpu=d["ratio_warm_cpu"], max_edge_error=d["ours_max_edge_error"],
+                 **d["ours_stats"])] + d.get("ours_at", [])  # fmt: skip
+    if len(rows) > 1 and all("path_error" in r for r in rows):
+        rows.sort(key=lambda r: r["rtol"])
+        ref = rows[0]["rtol"]
+        body = [
+            (
+                f"{r['rtol']:g} / {r['atol']:g}",
+                f"{r['num_steps']:,} ({r['num_rejected_steps']:,})",
+                f"{r['hvps']:,}",
+                f"{r['warm_cpu_s']:.1f} s",
+                f"{r['ratio_warm_cpu']:.2f}",
+                _short(r["max_edge_error"]),
+                _short(r["path_error"]) if r["rtol"] != ref else "(reference)",
+            )
+            for r in rows
+        ]
+        head = ("ours' rtol / atol", "steps (rejected)", "products", "CPU, warm",
+                "÷ Euler", "max \\|S·η/2 − 1\\|", "path vs tightest")  # fmt: skip
+        out += "\n\n" + _table(head, body)
+    return out
 
 
 def peer_central() -> str:

@@ -36,31 +36,36 @@ def _unit(w):
     return w / jnp.where(norm > 0, norm, 1.0), norm
 
 
-def start_block(v0, key):
+def start_block(v0, key, mix: bool = True):
     """Orthonormal start rows `(b, p)` from `v0` `(b, p)`: each nonzero row (a warm start)
-    is normalised and mixed with an equal part of a pseudo-random unit vector, so that the
-    Krylov space reaches, as from a cold start, modes outside the warm start's span; zero
+    is normalised and, with `mix`, mixed with an equal part of a pseudo-random unit vector,
+    so that the Krylov space reaches, as from a cold start, modes outside the warm start's
+    span (without it a warm start near the eigenvectors converges in fewer products); zero
     rows are pseudo-random."""
     b, p = v0.shape
     norms = jnp.linalg.norm(v0, axis=1, keepdims=True)
     noise = jax.random.normal(key, (b, p), v0.dtype)
     noise = noise / jnp.linalg.norm(noise, axis=1, keepdims=True)
-    rows = jnp.where(norms > 0, v0 / jnp.where(norms > 0, norms, 1.0) + noise, noise)
+    warm = v0 / jnp.where(norms > 0, norms, 1.0) + (noise if mix else 0.0)
+    rows = jnp.where(norms > 0, warm, noise)
     q, _ = jnp.linalg.qr(rows.T)
     return q.T
 
 
-def band_lanczos_top(matvec: Callable, V0, k: int, n_max: int, tol, key, check_every: int = 4):
+def band_lanczos_top(
+    matvec: Callable, V0, k: int, n_max: int, tol, key, check_every: int = 4, need=None
+):
     """The k largest eigenpairs of the symmetric operator `matvec` on R^p, descending.
 
     `V0` `(b, p)` orthonormal start rows (b ≥ 1; b ≥ k to see every multiplicity in the top
-    k). At most `n_max` ≤ p products; stops once the top k Ritz pairs (θ, y) have relative
-    residual ‖Hy − θy‖/max|θ| ≤ `tol`, tested every `check_every` products (each test is an
-    eigendecomposition of an n_max-square matrix).
+    k). At most `n_max` ≤ p products; stops once the top `need` (default k) Ritz pairs
+    (θ, y) have relative residual ‖Hy − θy‖/max|θ| ≤ `tol`, tested every `check_every`
+    products (each test is an eigendecomposition of an n_max-square matrix).
 
     Returns `(theta (k,), vectors (k, p), products, residual)`: `residual` the largest
-    relative Ritz residual of the k pairs (≤ tol when converged).
+    relative Ritz residual of the top `need` pairs (≤ tol when converged).
     """
+    need = k if need is None else need
     b, p = V0.shape
     size = n_max + b
     V = jnp.zeros((size, p), V0.dtype).at[:b].set(V0)
@@ -79,7 +84,7 @@ def band_lanczos_top(matvec: Callable, V0, k: int, n_max: int, tol, key, check_e
         # Hy − θy lies in the span of the vectors not yet multiplied (i ≥ n)
         outside = jnp.where((idx >= n)[:, None], T, 0.0) @ S
         residual = jnp.linalg.norm(outside, axis=0) / jnp.maximum(jnp.max(jnp.abs(theta)), 1e-300)
-        return theta, S, residual, jnp.sum(live) >= k
+        return theta, S, residual[:need], jnp.sum(live) >= k
 
     def cond(carry):
         return jnp.logical_and(carry[3] < n_max, jnp.logical_not(carry[4]))

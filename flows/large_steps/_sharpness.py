@@ -104,6 +104,26 @@ def top_eigenpairs(f, w, k: int, v0=None, *, tol=TOL, max_iters=MAX_ITERS) -> Sh
     return _top(f, w, start, k, m_max, jnp.asarray(tol, w.dtype))
 
 
+def edge_eigenpairs(f, w, need: int, v0, scale, *, tol, max_iters, check_every: int = 4):
+    """`(values (b,), vectors (b, p), products)`: the b largest eigenpairs of the Hessian of
+    the flat loss `f` at `w`, b the rows of `v0` `(b, p)`, where they are known to be near
+    `scale` (the central flow's 2/η) and `v0` (nonzero rows) near their eigenvectors: band
+    Lanczos on H/`scale` from `v0` as it is (not mixed with a pseudo-random part: the warm
+    start saves products, and no mode outside it is sought), until the top `need` ≤ b pairs
+    have relative Ritz residual ≤ `tol` (the block's b − need further rows keep the next
+    eigenvector in the Krylov space, which separates the top `need` from it where their gap
+    closes); the values are Ritz values (Rayleigh quotients of the vectors to round-off: no
+    products of their own, and none to find a scale). Not differentiable; inside a program
+    only (the central flow's field and its Euler baseline)."""
+    b, p = v0.shape
+    m_max = min(p, max(int(max_iters), b + 1))
+    V0 = start_block(v0, _KEY, mix=False)
+    theta, vectors, n, _ = band_lanczos_top(
+        lambda v: hvp(f, w, v) / scale, V0, b, m_max, tol, _KEY, check_every, need
+    )
+    return theta * scale, vectors, n
+
+
 def sharpness(
     loss: Callable,
     params: Any,

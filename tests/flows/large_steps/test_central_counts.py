@@ -88,9 +88,9 @@ def test_counts_are_the_products_made_and_the_events(flow):
     assert stats["hvps"] == MADE["hvp"] > 0
     assert stats["third_products"] == MADE["third"] > 0
     assert stats["jvp_evals"] == stats["hvps"]
-    # p = 3, k = 1: Lanczos for the top 2 eigenpairs stops at p = 3 products, plus one for
-    # its scale and 2 Rayleigh quotients: 6 per eigendecomposition, whatever converged
-    assert stats["hvps"] % 6 == 0
+    # (p = 3, k = 1: the event's and the saves' Lanczos for the top 2 eigenpairs takes 6
+    # each, p = 3 products, one for its scale and 2 Rayleigh quotients; the field's on the
+    # edge, the top 1 from the warm start scaled by 2/η with Ritz values, 1 to 3)
     # every solve on the edge (k = 1: σ² in closed form) takes 1 third-derivative product;
     # a record below the edge computes the block too, without a solve: the 2 saves before
     # the edge, the start's probe and the event's
