@@ -63,6 +63,6 @@ def test_the_peer_table_of_the_eos_page_is_its_json():
         peer = json.load(f)
     lines = tables.central_euler_peer().splitlines()
     cold = f"| {peer['ours_cold_cpu_s']:.1f} s | {peer['euler_cold_cpu_s']:.1f} s |"
-    assert cold in lines[2] and lines[2].endswith(f"| {peer['ratio_cold_cpu']:.1f} |")
+    assert cold in lines[2] and lines[2].endswith(f"| {peer['ratio_cold_cpu']:.2f} |")
     assert lines[4].startswith("| max \\|S·η/2 − 1\\| past the edge |")
     assert tables._short(1.0021e-3) == "1.0e-3" and tables._short(5.82e-13) == "5.8e-13"
