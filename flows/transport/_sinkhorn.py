@@ -178,8 +178,8 @@ def sinkhorn(
     iterations).
 
     **Raises:** `ValueError` naming the argument: weights negative or not summing to 1, a cost
-    with NaN or of the wrong shape, ε ≤ 0 or so small that cost/ε overflows (max|c|/ε >
-    1e150), tol not > 0, max_iters not a positive integer, `init` not a pair of finite
+    with NaN or of the wrong shape, ε ≤ 0 or below the float64 resolution of the cost (max|c|/ε >
+    1e15), tol not > 0, max_iters not a positive integer, `init` not a pair of finite
     potentials of shapes (n,), (m,), `eps_schedule` not a sequence decreasing strictly to
     above ε, an unknown divergence (listing the known ones) or "tv", float32 input.
     `SinkhornNotConverged` when the final stage stops at `max_iters` above `tol` (under

@@ -242,3 +242,17 @@ def test_gamma_refuses_nan_h_and_accepts_weights_summing_to_1_within_round_off()
     h = jnp.linspace(-1.0, 1.0, n)
     w = np.full(n, 0.1 / n * 10)  # sums to 1 within round-off, not exactly
     assert abs(float(D.gamma(h, w)) - float(sp.logsumexp(np.asarray(h), b=w))) < 1e-14
+
+
+@pytest.mark.parametrize("name", LEGENDRE)
+def test_paired_methods_equal_the_single_ones(name):
+    # f_conj_grad_hess and f_conj_value_grad share work (one ω for Jeffreys, one 1/√(1 − s)
+    # for Neyman χ² and triangular): the same numbers as the single methods
+    div = D.get(name)
+    s = jnp.asarray(np.concatenate([_interior(div), [-np.inf, -40.0]]))
+    grad, hess = div.f_conj_grad_hess(s)
+    value, grad2 = div.f_conj_value_grad(s)
+    np.testing.assert_allclose(grad, div.f_conj_grad(s), rtol=1e-15)
+    np.testing.assert_allclose(grad2, div.f_conj_grad(s), rtol=1e-15)
+    np.testing.assert_allclose(hess, div.f_conj_hess(s), rtol=1e-15)
+    np.testing.assert_allclose(value, div.f_conj(s), rtol=1e-15)

@@ -73,10 +73,12 @@ def test_eps_schedule_must_decrease_to_above_eps(schedule, says):
         sinkhorn(A, B, COST34, 0.1, eps_schedule=schedule)
 
 
-def test_eps_so_small_that_cost_over_eps_overflows_is_refused():
-    # was max_iters iterations on NaN, then "marginal error nan"
-    says = r"^eps=4.94066e-324 is too small for a cost with entries in \[0, 0.916667\]"
-    with pytest.raises(ValueError, match=says + r".* smallest usable eps is .* = 9.17e-151"):
-        sinkhorn(A, B, COST34, 5e-324)
+@pytest.mark.parametrize("eps", [5e-324, 1e-100, 9e-16])
+def test_eps_below_the_float64_resolution_of_the_cost_is_refused(eps):
+    # 5e-324 ran max_iters iterations on NaN, then "marginal error nan"; 1e-100 (cost/ε finite)
+    # ran to max_iters; max|c|/ε > 1e15 leaves (u + v − c)/ε uncertain by more than 0.2
+    says = rf"^eps={eps:g} is too small for a cost with entries in \[0, 0.916667\]"
+    with pytest.raises(ValueError, match=says + r".* smallest usable eps is .* = 9.17e-16$"):
+        sinkhorn(A, B, COST34, eps, "chi2")
     # a zero cost puts no bound on ε
     assert float(sinkhorn(A, B, jnp.zeros((3, 4)), 1e-300).marginal_error.sum()) <= 1e-12
