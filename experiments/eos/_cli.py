@@ -212,6 +212,11 @@ def settings(args) -> dict:
     s["classes"] = parse_digit_classes(s["classes"])
     if s["data"] == "random":
         _check_random_data(s)
+    elif s["dim"] != DEFAULTS["dim"]:  # was ignored: the digits have 64 pixels
+        raise UsageError(
+            f"--dim {s['dim']}: --dim sets the input dimension of --data random; --data digits "
+            "has 64 pixels"
+        )
     if s["task"] == "binary" and len(s["classes"]) != 2:
         raise UsageError(f"--task binary needs two --classes, got {len(s['classes'])}")
     if s["task"] == "binary" and s["loss"] == "cross_entropy":

@@ -139,6 +139,8 @@ def test_existing_folder_is_refused(finished, capsys):
             "--classes 0,1, --loss cross_entropy: --data random has one output and the squared "
             "loss; these options apply to --data digits",
         ),
+        # was ignored: the digits have 64 pixels
+        (["--dim", "4"], "--dim 4: --dim sets the input dimension of --data random"),
         # the step count was printed as a 301-digit integer
         (
             ["--t1", "1e300"],
