@@ -404,7 +404,7 @@ def peer_central() -> str:
                 "",
             )
         )
-    head = ("", "ours (Tsit5, rtol 1e-8, k = 1)", "peer (Euler, 4 substeps, 5 tracked)",
+    head = ("", "ours (Tsit5, default rtol 1e-10, k = 1)", "peer (Euler, 4 substeps, 5 tracked)",
             "ours ÷ peer")  # fmt: skip
     load = f"load average {d['load_start'][0]:.1f} at the start, {d['load_end'][0]:.1f} at the end"
     commit = (d["peer_versions"]["peer_commit"] or "?")[:7]
