@@ -425,9 +425,15 @@ def test_a_header_only_csv_is_refused_in_one_line_without_a_warning(tmp_path, ca
 
 
 @pytest.mark.slow
-def test_verbose_prints_the_full_table_that_the_run_folder_keeps(tmp_path, capsys):
+def test_verbose_prints_the_full_table_that_the_run_folder_keeps(doubled, tmp_path, capsys):
+    # the shared run resumed with every part kept: the report is printed by the same code as
+    # at the end of a fresh run (experiments/lazy/_pipeline.py), without solving again
     out = tmp_path / "run"
-    assert cli("run", "lazy", *TINY, "--alphas", "10,100,1000", "--verbose", "--out", out) == 0
+    shutil.copytree(doubled, out)
+    os.remove(out / "results.json")
+    os.remove(out / "summary.txt")
+    capsys.readouterr()
+    assert cli("run", "lazy", "--resume", out, "--no-progress", "--workers", "0", "--verbose") == 0
     printed = capsys.readouterr().out
     with open(os.path.join(out, "summary.txt")) as f:
         table = f.read()

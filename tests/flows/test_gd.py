@@ -9,6 +9,7 @@ import pytest
 
 import flows
 import models
+from flows.large_steps import EdgeOfStabilityWarning
 
 _key = jax.random.PRNGKey(3)
 X = jax.random.normal(_key, (16, 4))
@@ -25,8 +26,9 @@ DRIFT = flows.observables.balancedness_drift(NET0)
 
 
 def test_one_gd_step_changes_balancedness_by_eta_squared_gradient_terms():
-    eta = 0.25
-    traj = flows.gradient_descent(loss, NET0, eta, eta=eta, ts=[0.0, eta])
+    eta = 0.25  # above the edge (η·S(0) = 6.35): the warning says so, the identity is exact
+    with pytest.warns(EdgeOfStabilityWarning, match="eta·S"):
+        traj = flows.gradient_descent(loss, NET0, eta, eta=eta, ts=[0.0, eta])
     assert traj.stats["num_steps"] == 1 and np.array_equal(traj.ts, [0.0, eta])
     before, after = traj.at(0), traj.at(1)
     grads = jax.grad(loss)(NET0).weights
@@ -61,9 +63,12 @@ def test_gd_drift_at_fixed_horizon_is_linear_in_eta():
 def test_gd_reports_divergence_and_bad_steps_by_name():
     # the loss is 4.4e9 at step 2 and NaN at step 7, inside the 100-step window: one error
     # that names both (the DivergenceWarning is for a finite loss that does not come back)
-    with pytest.raises(
-        FloatingPointError,
-        match=r"non-finite at step 7 .*after rising to \S+ at step 2 .*reduce eta \(got 5.0\)",
+    with (
+        pytest.raises(
+            FloatingPointError,
+            match=r"non-finite at step 7 .*after rising to \S+ at step 2 .*reduce eta \(got 5.0\)",
+        ),
+        pytest.warns(EdgeOfStabilityWarning, match="eta·S"),
     ):
         flows.gradient_descent(loss, NET0, 1000.0, eta=5.0, save_params=False)
     with pytest.raises(ValueError, match="eta must be finite and > 0"):
@@ -71,5 +76,6 @@ def test_gd_reports_divergence_and_bad_steps_by_name():
     with pytest.raises(ValueError, match="eta must be <= t1"):
         flows.gradient_descent(loss, NET0, 1.0, eta=3.0)
     # Save times off the step grid are rounded to the nearest step time kη.
-    traj = flows.gradient_descent(loss, NET0, 1.0, eta=0.25, ts=[0.0, 0.3, 0.74, 1.0])
+    with pytest.warns(EdgeOfStabilityWarning, match="eta·S"):
+        traj = flows.gradient_descent(loss, NET0, 1.0, eta=0.25, ts=[0.0, 0.3, 0.74, 1.0])
     np.testing.assert_array_equal(traj.ts, [0.0, 0.25, 0.75, 1.0])
