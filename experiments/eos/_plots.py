@@ -60,7 +60,7 @@ def problem_line(config: dict | None) -> str:
     """The model, data and loss of a run, from its config.json (empty without one)."""
     if not config:
         return ""
-    loss = {"mse": "mean squared error"}.get(config.get("loss"), config.get("loss"))
+    loss = {"mse": "½ × mean squared error"}.get(config.get("loss"), config.get("loss"))
     data = config.get("dataset", config.get("data"))  # "data" before --data existed
     return f"{config.get('model')}; {data}; loss: {loss}"
 

@@ -111,7 +111,7 @@ def test_optimizer_figure_names_the_problem_and_draws_the_loss_from_t_0():
     fig = optimizer_figure({"eta": 0.5, "optimizer": o}, a, config)
     title = fig._suptitle.get_text()
     assert title.startswith("rmsprop at η = 0.5: at its limit from step 2")
-    assert title.endswith("\nmlp [4]; digits 0-9, 20 train; loss: mean squared error")
+    assert title.endswith("\nmlp [4]; digits 0-9, 20 train; loss: ½ × mean squared error")
     ax_l = fig.axes[1]
     (line,) = [ln for ln in ax_l.get_lines() if ln.get_label() == "rmsprop"]
     np.testing.assert_array_equal(line.get_xdata(), [0.0, 0.5, 1.0])  # was from t = 0.5
