@@ -102,16 +102,11 @@ def claims() -> list[dict]:
     )
     euler = _read("central_euler.json")
     out.append(
-        dict(
-            alternative="Euler central flow (float64)",
-            unit="wall time, compile included",
-            ratio=euler["euler_float64"]["wall_s"] / euler["ours"]["wall_s_with_compile"],
-            goal=None,
-            met=None,
-            params=None,
-            command="python benchmarks/central_euler.py",
-            measured_at=None,
-            lower_bound=False,
+        _script_claim(
+            "Euler central flow (float64)",
+            "wall time, compile included",
+            euler["euler_float64"]["wall_s"] / euler["ours"]["wall_s_with_compile"],
+            "python benchmarks/central_euler.py",
         )
     )
     out += peer_claims()
@@ -123,28 +118,32 @@ def claims() -> list[dict]:
 PEER_GOAL = 3.0
 
 
+_COLD_WARM = (("cold", "CPU time, compile included"), ("warm", "CPU time, warm"))
+
+
+def _script_claim(alternative, unit, ratio, command, goal=None) -> dict:
+    """A headline row measured by a script of its own (not a `run.py` case): no params, no
+    measured_at; `met` against `goal` where one is set."""
+    return dict(alternative=alternative, unit=unit, ratio=ratio, goal=goal,
+                met=None if goal is None else ratio >= goal, params=None, command=command,
+                measured_at=None, lower_bound=False)  # fmt: skip
+
+
 def peer_claims() -> list[dict]:
     """The peer example against its Euler baseline (`benchmarks/central_euler_peer.json`, both
     sides timed in one process), cold (compilation included) and warm, in CPU seconds: the
     JSON's ratios are ours ÷ Euler, so inverted here."""
     peer = _read("central_euler_peer.json")
-    out = []
-    for key, unit in (("cold", "CPU time, compile included"), ("warm", "CPU time, warm")):
-        ratio = 1.0 / peer[f"ratio_{key}_cpu"]
-        out.append(
-            dict(
-                alternative=f"Euler central flow, peer example ({peer['steps']:,} GD steps)",
-                unit=unit,
-                ratio=ratio,
-                goal=PEER_GOAL,
-                met=ratio >= PEER_GOAL,
-                params=None,
-                command="python benchmarks/central_euler_peer.py",
-                measured_at=None,
-                lower_bound=False,
-            )
+    return [
+        _script_claim(
+            f"Euler central flow, peer example ({peer['steps']:,} GD steps)",
+            unit,
+            1.0 / peer[f"ratio_{key}_cpu"],
+            "python benchmarks/central_euler_peer.py",
+            goal=PEER_GOAL,
         )
-    return out
+        for key, unit in _COLD_WARM
+    ]
 
 
 def peer_code_claims() -> list[dict]:
@@ -153,18 +152,13 @@ def peer_code_claims() -> list[dict]:
     seconds: the JSON's ratios are ours ÷ peer, so inverted here. No goal is set."""
     peer = _read("peer_central.json")
     return [
-        dict(
-            alternative=f"central_flows_jax, its example ({peer['steps']:,} GD steps)",
-            unit=unit,
-            ratio=1.0 / peer[f"ratio_{key}_cpu"],
-            goal=None,
-            met=None,
-            params=None,
-            command="python benchmarks/peer_central.py",
-            measured_at=None,
-            lower_bound=False,
+        _script_claim(
+            f"central_flows_jax, its example ({peer['steps']:,} GD steps)",
+            unit,
+            1.0 / peer[f"ratio_{key}_cpu"],
+            "python benchmarks/peer_central.py",
         )
-        for key, unit in (("cold", "CPU time, compile included"), ("warm", "CPU time, warm"))
+        for key, unit in _COLD_WARM
     ]
 
 
