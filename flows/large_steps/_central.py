@@ -404,10 +404,10 @@ def central_flow(
     progress = check_flag("progress", progress)
     count = check_flag("count", count)
     solver_name = "tsit5" if settings.name == "auto" else settings.name
-    if solver_name not in ("tsit5", "dopri5", "dopri8"):
+    if solver_name not in ("tsit5", "dopri5", "dopri8", "rkc"):
         raise ValueError(
-            f"solver must be explicit for the central flow (tsit5, dopri5, dopri8 or auto), "
-            f"got {settings.name!r}"
+            f"solver must be explicit for the central flow (tsit5, dopri5, dopri8, rkc or "
+            f"auto), got {settings.name!r}"
         )
     f, w, spec, static = flat_loss(loss, params0, "params0")
     check_finite("params0", w)
