@@ -159,6 +159,16 @@ class RKC(dfx.AbstractAdaptiveSolver):
     term_structure: ClassVar = dfx.AbstractTerm
     interpolation_cls: ClassVar = dfx.ThirdOrderHermitePolynomialInterpolation.from_k
 
+    def __check_init__(self):
+        if not (isinstance(self.max_stages, int) and self.max_stages >= 2):
+            raise ValueError(f"max_stages must be an integer >= 2, got {self.max_stages!r}")
+        if not (isinstance(self.rho_every, int) and self.rho_every >= 1):
+            raise ValueError(f"rho_every must be an integer >= 1, got {self.rho_every!r}")
+        if not 0 <= self.damping < 1:
+            raise ValueError(f"damping must be in [0, 1), got {self.damping!r}")
+        if self.rho is not None and not callable(self.rho):
+            raise ValueError(f"rho must be None or a callable rho(t, y, args), got {self.rho!r}")
+
     def order(self, terms):
         return 2
 

@@ -326,8 +326,9 @@ def central_flow(
 
     **Arguments:**
     - `loss`, `params0`, `t1`, `ts`, `settings`, `save_params`, `progress`, `**overrides`:
-      as `gradient_flow` (the solver must be explicit: "tsit5", "dopri5", "dopri8", or
-      "auto" for Tsit5).
+      as `gradient_flow` (the solver must be explicit: "tsit5", "dopri5", "dopri8", "rkc"
+      (Runge–Kutta–Chebyshev, order 2, whose stages follow the stiffness 2/η of the edge:
+      fewer evaluations at a looser tolerance; `flows._solver._rkc`), or "auto" for Tsit5).
     - `report`: called as `report(t, t1)` with the time reached after each save or event
       (a caller's progress line).
     - `eta`: the step η > 0 of gradient descent (flow-time units): the edge is S = 2/η.

@@ -7,9 +7,11 @@ import diffrax as dfx
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy.linalg import expm
 
 from flows._solver._rkc import RKC, _power_rho, stability_bound, stages
+from flows.transport import particle_flow
 
 
 def _system(top=1e3, n=12, seed=0):
@@ -88,3 +90,13 @@ def test_rkc_power_iteration_finds_the_spectral_radius():
     pid = dfx.PIDController(rtol=1e-6, atol=1e-6)
     sol = _solve(A, y0, 0.5, RKC(), stepsize_controller=pid)
     assert np.linalg.norm(sol.ys[-1] - expm(-A * 0.5) @ y0) < 9.2e-5 * np.linalg.norm(y0)
+
+
+def test_rkc_refuses_bad_options_and_flows_it_cannot_solve_name_the_argument():
+    for kw, name in (({"max_stages": 1}, "max_stages"), ({"rho_every": 0}, "rho_every"),
+                     ({"damping": 1.5}, "damping"), ({"rho": 3.0}, "rho")):  # fmt: skip
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            RKC(**kw)
+    # a flow whose solver must be a classical explicit Runge–Kutta method says which
+    with pytest.raises(ValueError, match="solver must be one of .*got 'rkc'"):
+        particle_flow(np.zeros((3, 2)), np.ones((3, 2)), 1.0, eps=0.1, solver="rkc")

@@ -40,6 +40,7 @@ def test_central_flow_holds_the_edge_and_never_raises_the_loss(problem, edge):
     assert np.all(traj.observables["predicted_loss"] >= traj.loss)
 
 
+@pytest.mark.slow  # 19 s at load 6: the compilation of RKC's solve program
 def test_central_flow_by_rkc_matches_tsit5(problem, edge):
     """RKC (Runge–Kutta–Chebyshev, order 2) at rtol 1e-7 against Tsit5 at 1e-8: measured
     loss within 1.3e-6 relative, parameters 2.5e-6, the event 6.7e-5 earlier (t = 21.62616
