@@ -100,3 +100,15 @@ def test_rkc_refuses_bad_options_and_flows_it_cannot_solve_name_the_argument():
     # a flow whose solver must be a classical explicit Runge–Kutta method says which
     with pytest.raises(ValueError, match="solver must be one of .*got 'rkc'"):
         particle_flow(np.zeros((3, 2)), np.ones((3, 2)), 1.0, eps=0.1, solver="rkc")
+
+
+def test_the_max_steps_advice_for_rkc_says_stiffness_costs_it_stages():
+    from flows._failures import max_steps_advice
+    from flows._settings import SolveSettings
+    from flows._stats import SolveStats
+
+    stats = SolveStats()
+    stats.num_steps, stats.num_rejected_steps = 500, 10
+    advice = max_steps_advice("rkc", SolveSettings(solver="rkc", rtol=1e-8), stats)
+    assert "solver='rkc' is stabilized, so stiffness costs it stages" in advice
+    assert "is explicit, so its steps are limited by stability" not in advice
