@@ -66,7 +66,9 @@ def stability_bound(s, eps=DAMPING):
 
 
 def _step_flat(f, t0, h, y0, f0, s, eps):
-    """y₁ = Y_s of one RKC step (flat arrays), `f(t, y)` the field, `f0` = f(t0, y0)."""
+    """`(y₁, f(t₀ + h, y₁))` of one RKC step (flat arrays), `f(t, y)` the field, `f0` =
+    f(t0, y0). The loop runs one iteration past stage s, whose evaluation is f(y₁): the
+    program holds the field once for the stages and the end."""
     s_float = s.astype(y0.dtype)
     w0 = 1.0 + eps / s_float**2
     # w₁ = T_s'(w₀)/T_s''(w₀), with T_s(cosh θ) = cosh(sθ)
@@ -77,12 +79,15 @@ def _step_flat(f, t0, h, y0, f0, s, eps):
     b1 = 1.0 / (2.0 * w0) ** 2  # b₀ = b₁ = b₂ = T₂''/T₂'² = 1/(4w₀²)
     mus = w1 * b1
     y1 = y0 + h * mus * f0
-    # carry: Y_{j−1}, Y_{j−2}, c_{j−1}, c_{j−2}, (T, T', T'')_{j−1}, (…)_{j−2}, b_{j−1}, b_{j−2}
-    init = (y1, y0, mus, 0.0 * mus, w0, 1.0 + 0 * w0, 1.0 + 0 * w0, 0.0 * w0, 0.0 * w0,
-            0.0 * w0, b1, b1)  # fmt: skip
+    one, zero = jnp.ones_like(w0), jnp.zeros_like(w0)
+    # carry: Y_{j−1}, Y_{j−2}, c_{j−1}, c_{j−2}, (T, T', T'')_{j−1}, (…)_{j−2}, b_{j−1}, b_{j−2},
+    # and the last evaluation F_{j−1}
+    init = (y1, y0, mus, zero, w0, one, one, zero, zero, zero, b1, b1, f0)
 
-    def stage(_, carry):
-        yjm1, yjm2, cjm1, cjm2, zjm1, zjm2, dzjm1, dzjm2, d2zjm1, d2zjm2, bjm1, bjm2 = carry
+    def stage(j, carry):
+        yjm1, yjm2, cjm1, cjm2, zjm1, zjm2, dzjm1, dzjm2, d2zjm1, d2zjm2, bjm1, bjm2, _ = carry
+        # F_{j−1}; at j = s + 1 that is f(y₁), at t₀ + h exactly
+        fjm1 = f(jnp.where(j > s, t0 + h, t0 + h * cjm1), yjm1)
         zj = 2 * w0 * zjm1 - zjm2
         dzj = 2 * w0 * dzjm1 - dzjm2 + 2 * zjm1
         d2zj = 2 * w0 * d2zjm1 - d2zjm2 + 4 * dzjm1
@@ -91,12 +96,12 @@ def _step_flat(f, t0, h, y0, f0, s, eps):
         mu = 2 * w0 * bj / bjm1
         nu = -bj / bjm2
         mus = mu * w1 / w0
-        fjm1 = f(t0 + h * cjm1, yjm1)
         yj = mu * yjm1 + nu * yjm2 + (1.0 - mu - nu) * y0 + h * mus * (fjm1 - ajm1 * f0)
         cj = mu * cjm1 + nu * cjm2 + mus * (1.0 - ajm1)
-        return (yj, yjm1, cj, cjm1, zj, zjm1, dzj, dzjm1, d2zj, d2zjm1, bj, bjm1)
+        return (yj, yjm1, cj, cjm1, zj, zjm1, dzj, dzjm1, d2zj, d2zjm1, bj, bjm1, fjm1)
 
-    return jax.lax.fori_loop(2, s + 1, stage, init)[0]
+    out = jax.lax.fori_loop(2, s + 2, stage, init)
+    return out[1], out[-1]
 
 
 def _power_rho(f, t0, y0, f0, v, max_iters=50, rel_tol=0.01):
@@ -203,8 +208,7 @@ class RKC(dfx.AbstractAdaptiveSolver):
             rho = jnp.asarray(self.rho(t0, y0, args), flat0.dtype)
             direction, age = st.direction, st.age
         s, within = stages(h, rho, self.max_stages)
-        y1 = _step_flat(f, t0, h, flat0, f0, s, self.damping)
-        f1 = f(t1, y1)
+        y1, f1 = _step_flat(f, t0, h, flat0, f0, s, self.damping)
         err = 0.8 * (flat0 - y1) + 0.4 * h * (f0 + f1)
         err = jnp.where(within, err, jnp.inf)
         state = _RKCState(f1, direction, rho, age + 1)
