@@ -112,3 +112,17 @@ def test_the_max_steps_advice_for_rkc_says_stiffness_costs_it_stages():
     advice = max_steps_advice("rkc", SolveSettings(solver="rkc", rtol=1e-8), stats)
     assert "solver='rkc' is stabilized, so stiffness costs it stages" in advice
     assert "is explicit, so its steps are limited by stability" not in advice
+
+
+def test_gradient_flow_by_rkc_on_a_stiff_quadratic_matches_the_closed_form():
+    import flows
+
+    A, y0 = _system()
+    loss = lambda w: 0.5 * w @ (jnp.asarray(A) @ w)  # noqa: E731  (w' = −Aw)
+    traj = flows.gradient_flow(loss, jnp.asarray(y0), 2.0, ts=[0.0, 2.0], rtol=1e-6,
+                               atol=1e-8, solver="rkc")  # fmt: skip
+    exact = expm(-2.0 * A) @ y0
+    # measured error 8.9e-7·‖y0‖, 736 steps, 2,113 evaluations counted (Tsit5: 740 steps,
+    # 4,442 evaluations)
+    assert np.linalg.norm(np.asarray(traj.params)[-1] - exact) < 8.9e-6 * np.linalg.norm(y0)
+    assert traj.stats["grad_evals"] > traj.stats["num_steps"] >= 1
