@@ -143,6 +143,24 @@ def peer_claims() -> list[dict]:
             goal=PEER_GOAL,
         )
         for key, unit in _COLD_WARM
+    ] + rkc_peer_claims(peer)
+
+
+def rkc_peer_claims(peer: dict) -> list[dict]:
+    """The same with our central flow by RKC (`flows._solver._rkc`) at its first tolerance
+    in the JSON: warm against the Euler run of the same process, cold in a fresh process with
+    its own Euler cold run (none before the JSON has RKC rows)."""
+    if "rkc_at" not in peer:
+        return []
+    warm, cold = peer["rkc_at"][0], peer["rkc_cold"]
+    rtol = f"{warm['rtol']:.0e}".replace("e-0", "e-")
+    name = f"Euler central flow by RKC (rtol {rtol}), peer example"
+    ratios = {"cold": cold["ratio_cold_cpu"], "warm": warm["ratio_warm_cpu"]}
+    return [
+        _script_claim(
+            name, unit, 1.0 / ratios[key], "python benchmarks/central_euler_peer.py", goal=PEER_GOAL
+        )  # fmt: skip
+        for key, unit in _COLD_WARM
     ]
 
 

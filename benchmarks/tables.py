@@ -346,21 +346,36 @@ def central_euler_peer() -> str:
     if len(rows) > 1 and all("path_error" in r for r in rows):
         rows.sort(key=lambda r: r["rtol"])
         ref = rows[0]["rtol"]
+        rows = [{**r, "solver": "Tsit5"} for r in rows]
+        rows += [{**r, "solver": "RKC"} for r in d.get("rkc_at", [])]
         body = [
             (
-                f"{r['rtol']:g} / {r['atol']:g}",
+                f"{r['solver']} {r['rtol']:g} / {r['atol']:g}",
                 f"{r['num_steps']:,} ({r['num_rejected_steps']:,})",
                 f"{r['hvps']:,}",
                 f"{r['warm_cpu_s']:.1f} s",
                 f"{r['ratio_warm_cpu']:.2f}",
                 _short(r["max_edge_error"]),
-                _short(r["path_error"]) if r["rtol"] != ref else "(reference)",
+                _short(r["path_error"])
+                if (r["solver"], r["rtol"]) != ("Tsit5", ref)
+                else "(reference)",
             )
             for r in rows
         ]
-        head = ("ours' rtol / atol", "steps (rejected)", "products", "CPU, warm",
+        if "euler_path_error" in d:
+            euler = ("Euler, 4 substeps", "4,000 substeps", f"{d['euler_hvps']:,}",
+                     f"{d['euler_warm_cpu_s']:.1f} s", "1.00", _short(d["euler_max_edge_error"]),
+                     _short(d["euler_path_error"]))  # fmt: skip
+            body.append(euler)
+        head = ("ours' solver, rtol / atol", "steps (rejected)", "products", "CPU, warm",
                 "÷ Euler", "max \\|S·η/2 − 1\\|", "path vs tightest")  # fmt: skip
         out += "\n\n" + _table(head, body)
+    if "rkc_cold" in d:
+        c = d["rkc_cold"]
+        out += (f"\n\nRKC at rtol {_short(c['rtol'])} cold, in a fresh process: "
+                f"{c['rkc_cold_cpu_s']:.1f} s of CPU against Euler's "
+                f"{c['euler_cold_cpu_s']:.1f} s there, ratio {c['ratio_cold_cpu']:.2f} "
+                f"(load {c['load_start'][0]:.1f}).")  # fmt: skip
     return out
 
 

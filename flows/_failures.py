@@ -5,7 +5,7 @@ collapsed while the state stayed bounded (a kink, or stiffness beyond the solver
 really grew (a blow-up), or it became non-finite. The advice for an exhausted step budget
 fits the solver in use and the rejected-step rate."""
 
-from ._solver._solvers import EXPONENTIAL, IMPLICIT, SEMILINEAR
+from ._solver._solvers import EXPONENTIAL, IMPLICIT, SEMILINEAR, STABILIZED
 
 #: Exponential integrators, whose steps stiffness does not limit: exprb32, and exprk4 on the
 #: semilinear fields that carry their stiff linear part (the lazy pair).
@@ -72,6 +72,13 @@ def max_steps_advice(phase: str, settings, stats) -> str:
             f"solver={phase!r} is exponential, so stiffness does not limit its steps; its "
             "steps are limited by the nonlinearity of the flow, where a higher-order solver "
             "('kvaerno5', or 'tsit5' where the flow is not stiff) takes longer ones"
+        )
+    elif phase in STABILIZED and not few:
+        advice.append(
+            f"solver={phase!r} is stabilized, so stiffness costs it stages (about √(hρ) per "
+            "step), not steps; its steps are limited by its order 2, where a higher-order "
+            "solver ('tsit5' where the flow is not stiff, 'exprb32' or 'kvaerno5' where it "
+            "is) takes longer ones"
         )
     elif few:
         advice[0] += ": so few steps say nothing yet about the flow (stiffness, kinks)"

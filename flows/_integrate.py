@@ -29,7 +29,7 @@ from ._settings import SolveSettings
 from ._solver._gauss import forget_newton_failure, max_newton_residual, newton_failure
 from ._solver._indicator import IndicatedTsit5
 from ._solver._solve import saved_shape, solve_span
-from ._solver._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STIFF, make_solver
+from ._solver._solvers import EVALS_PER_STEP, EXPONENTIAL, GAUSS, STABILIZED, STIFF, make_solver
 from ._solver._stiffness import AUTO_STIFF, StiffnessMonitor, probe_error
 from ._stats import SolveStats
 
@@ -327,7 +327,7 @@ def integrate(
                     if cut is None and len(within) > SAVE_BLOCK:  # a full block ends it early
                         t_stop, blocked = float(ts[here[-1]]), True
                     chunk_ts = np.concatenate([ts[here], np.full(SAVE_BLOCK - len(here), t_stop)])
-                    counted = phase in STIFF
+                    counted = phase in STIFF or phase in STABILIZED  # evaluations vary by step
                     evals_before, jvps_before = counter.evals, counter.jvps
                     forget_newton_failure()
                     indicated = monitor is not None and phase == monitor.explicit

@@ -11,6 +11,7 @@ import optimistix as optx
 from ._exprb import ExpRosenbrock32
 from ._exprk import ExpRK4
 from ._gauss import GaussLegendre
+from ._rkc import RKC
 
 EXPLICIT = ("tsit5", "dopri5", "dopri8")
 GAUSS = {"implicit_midpoint": 1, "gauss4": 2, "gauss6": 3}  # name: stages
@@ -18,7 +19,8 @@ IMPLICIT = ("kvaerno5", *GAUSS)
 EXPONENTIAL = ("exprb32",)
 STIFF = IMPLICIT + EXPONENTIAL  # solvers whose evaluations are counted, not computed
 SEMILINEAR = ("exprk4",)  # for fields y' = Ay + N(t, y) that carry A (`ExpRK4`)
-NAMES = ("auto",) + EXPLICIT + STIFF + SEMILINEAR
+STABILIZED = ("rkc",)  # explicit, its stages chosen from the spectral radius (`RKC`)
+NAMES = ("auto",) + EXPLICIT + STIFF + SEMILINEAR + STABILIZED
 SOLVERS = NAMES  # public as flows.SOLVERS: every name `solver=` accepts
 
 # Built once: diffrax makes a new class on every call, and a new class means a recompilation.
@@ -122,4 +124,6 @@ def make_solver(
         return ExpRK4()
     if name in GAUSS:
         return GaussLegendre(stages=GAUSS[name])
+    if name == "rkc":
+        return RKC()
     raise ValueError(f"solver must be one of {NAMES}, got {name!r}")

@@ -326,8 +326,9 @@ def central_flow(
 
     **Arguments:**
     - `loss`, `params0`, `t1`, `ts`, `settings`, `save_params`, `progress`, `**overrides`:
-      as `gradient_flow` (the solver must be explicit: "tsit5", "dopri5", "dopri8", or
-      "auto" for Tsit5).
+      as `gradient_flow` (the solver must be explicit: "tsit5", "dopri5", "dopri8", "rkc"
+      (Runge–Kutta–Chebyshev, order 2, whose stages follow the stiffness 2/η of the edge:
+      fewer evaluations at a looser tolerance; `flows._solver._rkc`), or "auto" for Tsit5).
     - `report`: called as `report(t, t1)` with the time reached after each save or event
       (a caller's progress line).
     - `eta`: the step η > 0 of gradient descent (flow-time units): the edge is S = 2/η.
@@ -404,10 +405,10 @@ def central_flow(
     progress = check_flag("progress", progress)
     count = check_flag("count", count)
     solver_name = "tsit5" if settings.name == "auto" else settings.name
-    if solver_name not in ("tsit5", "dopri5", "dopri8"):
+    if solver_name not in ("tsit5", "dopri5", "dopri8", "rkc"):
         raise ValueError(
-            f"solver must be explicit for the central flow (tsit5, dopri5, dopri8 or auto), "
-            f"got {settings.name!r}"
+            f"solver must be explicit for the central flow (tsit5, dopri5, dopri8, rkc or "
+            f"auto), got {settings.name!r}"
         )
     f, w, spec, static = flat_loss(loss, params0, "params0")
     check_finite("params0", w)

@@ -299,7 +299,7 @@ def test_a_bad_solver_flag_lists_names_not_python_objects(capsys):
     with pytest.raises(UsageError) as info:
         solve_settings({"solver": "--drift-solvers"}, solver="foo")
     assert str(info.value).startswith("--drift-solvers must be one of ('auto', 'tsit5'")
-    assert str(info.value).endswith("'exprk4'), got 'foo'")
+    assert str(info.value).endswith("'exprk4', 'rkc'), got 'foo'")
 
 
 @pytest.mark.parametrize("name", list(TINY))
