@@ -256,3 +256,11 @@ def test_paired_methods_equal_the_single_ones(name):
     np.testing.assert_allclose(grad2, div.f_conj_grad(s), rtol=1e-15)
     np.testing.assert_allclose(hess, div.f_conj_hess(s), rtol=1e-15)
     np.testing.assert_allclose(value, div.f_conj(s), rtol=1e-15)
+    # and all three at once (the generalised Sinkhorn loop's pass), at the edges of the
+    # domain too: f* is finite at s = f′(∞) where its derivatives are not
+    edges = jnp.asarray([div.f_prime_inf, np.nextafter(div.f_prime_inf, -np.inf), 2.0, np.inf])
+    t = jnp.concatenate([s, jnp.where(jnp.isfinite(edges), edges, 0.5)])
+    for got, single in zip(
+        div.f_conj_value_grad_hess(t), (div.f_conj(t), div.f_conj_grad(t), div.f_conj_hess(t))
+    ):
+        np.testing.assert_allclose(got, single, rtol=1e-15)
