@@ -20,9 +20,10 @@ from ._generators import KL, AbstractDivergence, Chi2, get
 TOL = 1e-14  # relative step (and bracket width) at which the Newton iteration stops
 MAX_STEPS = 200  # a bisection alone reaches 1e-14 relative from any bracket in < 110
 #: A Newton step at most QUADRATIC × the last one (the quadratic regime), whose predicted
-#: successor step³/last² is below PREDICTED × TOL, ends the iteration without a further pass.
-QUADRATIC = 1.0 / 16
-PREDICTED = 1e-2
+#: successor step³/last² is below PREDICTED × TOL (both strict: a linear rate of QUADRATIC leaves
+#: QUADRATIC × PREDICTED × 64 ≈ 1e-4 × TOL), ends the iteration without a further pass.
+QUADRATIC = 1.0 / 64
+PREDICTED = 1e-4
 TOWARD_LO = 1.0 / 32  # the fraction of γ − lo kept by a Newton step that left the bracket at lo
 #: How far Σ w may lie from 1 (n weights 1/n sum to 1 within n·eps: 1e-8 allows n ~ 1e7).
 WEIGHT_SUM_TOL = 1e-8
