@@ -19,6 +19,11 @@ from ._generators import KL, AbstractDivergence, Chi2, get
 
 TOL = 1e-14  # relative step (and bracket width) at which the Newton iteration stops
 MAX_STEPS = 200  # a bisection alone reaches 1e-14 relative from any bracket in < 110
+#: A Newton step at most QUADRATIC × the last one (the quadratic regime), whose predicted
+#: successor step³/last² is below PREDICTED × TOL (both strict: a linear rate of QUADRATIC leaves
+#: QUADRATIC × PREDICTED × 64 ≈ 1e-4 × TOL), ends the iteration without a further pass.
+QUADRATIC = 1.0 / 64
+PREDICTED = 1e-4
 TOWARD_LO = 1.0 / 32  # the fraction of γ − lo kept by a Newton step that left the bracket at lo
 #: How far Σ w may lie from 1 (n weights 1/n sum to 1 within n·eps: 1e-8 allows n ~ 1e7).
 WEIGHT_SUM_TOL = 1e-8
@@ -51,11 +56,11 @@ def newton_gamma(div, h, w, guess=None):
     start = jnp.where((guess > lo) & (guess < hi), guess, 0.5 * (lo + hi))
 
     def cond(state):
-        _, _, _, steps, done = state
+        _, _, _, steps, done, _ = state
         return ~done & (steps < MAX_STEPS)
 
     def body(state):
-        gamma, lo, hi, steps, _ = state
+        gamma, lo, hi, steps, _, last = state
         first, second = _sums(div, h, w, gamma)
         residual = jnp.log(first)  # > 0: the root lies to the right
         lo = jnp.where(residual > 0, gamma, lo)
@@ -63,9 +68,15 @@ def newton_gamma(div, h, w, guess=None):
         newton = _increment(div.gamma_power, first, second, residual)
         scale = TOL * jnp.maximum(1.0, jnp.abs(gamma))
         # a step below the tolerance ends it (round-off may put it a hair outside the bracket)
-        done = (residual == 0) | (jnp.abs(newton) <= scale) | (hi - lo <= scale)
+        size = jnp.abs(newton)
+        done = (residual == 0) | (size <= scale) | (hi - lo <= scale)
         candidate = gamma + jnp.where(residual == 0, 0.0, newton)
         inside = jnp.isfinite(candidate) & (candidate > lo) & (candidate < hi)
+        # so does a step inside the bracket whose successor, predicted from the curvature the
+        # last two steps show (quadratic convergence: ≈ step² × step/last²), is below the
+        # tolerance: the pass that would only confirm it is saved
+        quadratic = jnp.isfinite(last) & (size < QUADRATIC * last)
+        done = done | (inside & quadratic & (size**3 <= PREDICTED * scale * last**2))
         # a step past lo (the pole of (f*)′, for most f) goes most of the way to lo instead:
         # left of the root Newton on the concave F^q is monotone, and near the pole F^q is
         # nearly linear
@@ -73,10 +84,11 @@ def newton_gamma(div, h, w, guess=None):
         fallback = jnp.where(left, lo + TOWARD_LO * (gamma - lo), 0.5 * (lo + hi))
         candidate = jnp.where(inside | done, candidate, fallback)
         candidate = jnp.where(jnp.isfinite(candidate), candidate, gamma)
-        return candidate, lo, hi, steps + 1, done
+        last = jnp.where(inside, size, jnp.inf)  # after a fallback, no curvature is known
+        return candidate, lo, hi, steps + 1, done, last
 
-    state = (start, lo, hi, jnp.asarray(0), jnp.asarray(False))
-    gamma, _, _, steps, _ = jax.lax.while_loop(cond, body, state)
+    state = (start, lo, hi, jnp.asarray(0), jnp.asarray(False), jnp.asarray(jnp.inf))
+    gamma, _, _, steps, _, _ = jax.lax.while_loop(cond, body, state)
     return gamma, steps
 
 

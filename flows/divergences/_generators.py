@@ -60,7 +60,8 @@ class AbstractDivergence(eqx.Module):
 
     Methods, elementwise on float64 arrays: `f(t)`, `f_conj(s)` = f*(s), `f_conj_grad(s)`
     = (f*)′(s) = (f′)⁻¹(s), `f_conj_hess(s)` = (f*)″(s) = 1/f″((f*)′(s)),
-    `f_conj_grad_hess(s)` = the last two at once, `f_conj_value_grad(s)` = f* and (f*)′.
+    `f_conj_grad_hess(s)` = the last two at once, `f_conj_value_grad(s)` = f* and (f*)′,
+    `f_conj_value_grad_hess(s)` = all three.
     """
 
     name: eqx.AbstractClassVar[str]
@@ -88,6 +89,11 @@ class AbstractDivergence(eqx.Module):
     def f_conj_value_grad(self, s):
         """(f*(s), (f*)′(s)) together, sharing work likewise."""
         return self.f_conj(s), self.f_conj_grad(s)
+
+    def f_conj_value_grad_hess(self, s):
+        """(f*(s), (f*)′(s), (f*)″(s)) together, sharing work likewise (the Newton iterations
+        of the generalised Sinkhorn algorithm take all three at each candidate)."""
+        return self.f_conj(s), *self.f_conj_grad_hess(s)
 
     @property
     def sparse(self) -> bool:
@@ -149,6 +155,12 @@ class ReverseKL(AbstractDivergence):
         grad = 1.0 / (1.0 - s)
         return jnp.where(valid, grad, _INF), jnp.where(valid, grad * grad, _INF)
 
+    def f_conj_value_grad_hess(self, s):
+        valid, s = _below(s, 1.0)
+        grad = 1.0 / (1.0 - s)
+        value, grad, hess = -jnp.log1p(-s), grad, grad * grad
+        return tuple(jnp.where(valid, x, _INF) for x in (value, grad, hess))
+
 
 class Chi2(AbstractDivergence):
     """Pearson χ²: f(t) = (t − 1)², f*(s) = s²/4 + s for s ≥ −2 and −1 below, (f*)′(s) =
@@ -206,6 +218,14 @@ class ReverseChi2(AbstractDivergence):
         grad = 1.0 / jnp.sqrt(1.0 - s)
         return jnp.where(valid, grad, _INF), jnp.where(valid, 0.5 * grad * grad * grad, _INF)
 
+    def f_conj_value_grad_hess(self, s):
+        # one √(1 − s) for the three (f* is finite at s = 1, its derivatives are not)
+        closed, open_, root = _root_below_1(s)
+        grad = 1.0 / root
+        value = jnp.where(closed, 2.0 - 2.0 * jnp.where(open_, root, 0.0), _INF)
+        hess = 0.5 * grad * grad * grad
+        return value, jnp.where(open_, grad, _INF), jnp.where(open_, hess, _INF)
+
 
 class Hellinger2(AbstractDivergence):
     """Squared Hellinger: f(t) = (√t − 1)², f*(s) = s/(1 − s), (f*)′(s) = (1 − s)^(−2) for
@@ -237,6 +257,11 @@ class Hellinger2(AbstractDivergence):
         valid, s = _below(s, 1.0)
         r = 1.0 / (1.0 - s)
         return jnp.where(valid, r * r, _INF), jnp.where(valid, 2.0 * r * r * r, _INF)
+
+    def f_conj_value_grad_hess(self, s):
+        valid, s = _below(s, 1.0)
+        r = 1.0 / (1.0 - s)
+        return tuple(jnp.where(valid, x, _INF) for x in (r - 1.0, r * r, 2.0 * r * r * r))
 
 
 class JS(AbstractDivergence):
@@ -270,6 +295,21 @@ class JS(AbstractDivergence):
         rest = _two_minus_exp(s)
         grad = jnp.exp(s) / rest
         return jnp.where(valid, grad, _INF), jnp.where(valid, 2.0 * grad / rest, _INF)
+
+    def f_conj_value_grad_hess(self, s):
+        valid, s = _below(s, math.log(2.0))
+        rest = _two_minus_exp(s)
+        grad = jnp.exp(s) / rest
+        value, hess = -jnp.log(rest), 2.0 * grad / rest
+        return tuple(jnp.where(valid, x, _INF) for x in (value, grad, hess))
+
+
+def _root_below_1(s):
+    """(s ≤ 1, s < 1, √(1 − s) where s < 1 and 1 elsewhere): the one root that Neyman χ²'s
+    and the triangular f*, (f*)′, (f*)″ share; the caller puts f* = its value at s = 1 there
+    (√(1 − s) = 0) and ∞ above, and ∞ for the derivatives at s ≥ 1."""
+    closed, open_ = s <= 1.0, s < 1.0
+    return closed, open_, jnp.where(open_, jnp.sqrt(1.0 - jnp.where(open_, s, 0.0)), 1.0)
 
 
 def _two_minus_exp(s):
@@ -312,6 +352,11 @@ class Jeffreys(AbstractDivergence):
         omega = wright_omega(1.0 - s)
         return 1.0 / omega - jnp.log(omega) - 1.0, 1.0 / omega
 
+    def f_conj_value_grad_hess(self, s):
+        omega = wright_omega(1.0 - s)  # one ω for the three
+        grad = 1.0 / omega
+        return grad - jnp.log(omega) - 1.0, grad, 1.0 / (omega * (1.0 + omega))
+
 
 class Triangular(AbstractDivergence):
     """Triangular discrimination (Vincze–Le Cam): f(t) = (t − 1)²/(t + 1), f*(s) =
@@ -348,6 +393,15 @@ class Triangular(AbstractDivergence):
         grad = jnp.where(s >= -3.0, 2.0 * root - 1.0, 0.0)
         hess = jnp.where(s > -3.0, root * root * root, 0.0)
         return jnp.where(valid, grad, _INF), jnp.where(valid, hess, _INF)
+
+    def f_conj_value_grad_hess(self, s):
+        closed, open_, root = _root_below_1(s)  # one √(1 − s) for the three
+        inverse = 1.0 / root
+        value = jnp.where(s >= -3.0, 4.0 - s - 4.0 * jnp.where(open_, root, 0.0), -1.0)
+        grad = jnp.where(s >= -3.0, 2.0 * inverse - 1.0, 0.0)
+        hess = jnp.where(s > -3.0, inverse * inverse * inverse, 0.0)
+        value = jnp.where(closed, value, _INF)
+        return value, jnp.where(open_, grad, _INF), jnp.where(open_, hess, _INF)
 
 
 class TV(AbstractDivergence):

@@ -157,6 +157,23 @@ def test_gamma_equals_scalar_root_finder(name, scale):
     assert abs(g - root) <= 1e-14 * max(1.0, abs(root)) * 10
 
 
+@pytest.mark.parametrize("name", ["reverse_kl", "reverse_chi2", "js", "jeffreys"])
+def test_gamma_from_a_warm_start_stops_without_a_confirming_pass(name):
+    # from 1e-7 off the root, Newton's steps shrink quadratically: the step after the first
+    # is predicted below the tolerance, so two passes over the row give Γ (three before), and
+    # it is the root that brentq finds
+    from flows.divergences._gamma import newton_gamma
+
+    div = D.get(name)
+    h, w = _random_row(300, scale=3.0)
+    phi = lambda x: float(jnp.sum(w * div.f_conj_grad(h - x))) - 1.0  # noqa: E731
+    lo = max(h.min(), h.max() - div.f_prime_inf)
+    root = so.brentq(phi, lo, h.max(), xtol=1e-15, rtol=1e-15)
+    gamma, steps = newton_gamma(div, jnp.asarray(h), jnp.asarray(w), jnp.asarray(root + 1e-7))
+    assert int(steps) == 2
+    assert abs(float(gamma) - root) <= 1e-15 * max(1.0, abs(root)) * 10
+
+
 @pytest.mark.parametrize("name", LEGENDRE)
 def test_gamma_translation_equivariant_and_batched(name):
     h, w = _random_row(1)
@@ -256,3 +273,11 @@ def test_paired_methods_equal_the_single_ones(name):
     np.testing.assert_allclose(grad2, div.f_conj_grad(s), rtol=1e-15)
     np.testing.assert_allclose(hess, div.f_conj_hess(s), rtol=1e-15)
     np.testing.assert_allclose(value, div.f_conj(s), rtol=1e-15)
+    # and all three at once (the generalised Sinkhorn loop's pass), at the edges of the
+    # domain too: f* is finite at s = f′(∞) where its derivatives are not
+    edges = jnp.asarray([div.f_prime_inf, np.nextafter(div.f_prime_inf, -np.inf), 2.0, np.inf])
+    t = jnp.concatenate([s, jnp.where(jnp.isfinite(edges), edges, 0.5)])
+    for got, single in zip(
+        div.f_conj_value_grad_hess(t), (div.f_conj(t), div.f_conj_grad(t), div.f_conj_hess(t))
+    ):
+        np.testing.assert_allclose(got, single, rtol=1e-15)
