@@ -41,11 +41,13 @@ from _peer_mlp import peer_mlp
 loss, net, eta = peer_mlp()
 jnp.zeros(1).block_until_ready()  # the backend starts before the call is timed
 out = {}
+compiled.clear()  # the problem's own set-up (its random draws) is not the call's
 for call in ("first", "second"):
     w0, c0 = time.perf_counter(), time.process_time()
     traj = flows.central_flow(loss, net, eta, eta=eta, save_params=False)
     out[call] = {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0}
-out["compile_s"] = {k: round(v, 3) for k, v in compiled.items() if v > 0.05}
+    if call == "first":  # the first call's compilations (backend, wall), over 0.05 s
+        out["compile_s"] = {k: round(v, 3) for k, v in compiled.items() if v > 0.05}
 out["hvps"] = traj.stats["hvps"]
 print(json.dumps(out))
 """
@@ -54,7 +56,7 @@ print(json.dumps(out))
 def first_call(tree: str) -> dict:
     """One fresh process's first and second call, with the code of the checkout `tree`."""
     env = {**os.environ, "PYTHONPATH": tree}
-    out = subprocess.run([sys.executable, "-c", _CHILD, tree], env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, tree], cwd=tree, env=env, check=True,
                          capture_output=True, text=True).stdout  # fmt: skip
     res = json.loads(out.strip().splitlines()[-1])
     res["load"] = os.getloadavg()[0]
