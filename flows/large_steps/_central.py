@@ -476,16 +476,18 @@ def central_flow(
     compiling = None
     if not _SPANS.get((field, w, solver, event)):
         U_shape = jax.device_put(np.zeros((k + 1, w.shape[0]), np.float64))
-        compiling = _SECOND_THREAD.submit(
-            run_span, 0.0, float(ts[0]), None, 0, U_shape, 0.0, compile_only=True
-        )
+
+        def ahead():
+            run_span(0.0, float(ts[0]), None, 0, U_shape, 0.0, compile_only=True)
+            _SPANS.put((field, w, solver, event), True)
+
+        compiling = _SECOND_THREAD.submit(ahead)
     try:
         # `start`: (join, leave) of the event at (t, w) with m tracked, from the last `_at`
         # there; None where none was made there since m changed
         m, U, start = _start_phase(field, w, k, eta, partial)
         if compiling is not None:
             compiling.result()
-            _SPANS.put((field, w, solver, event), True)
         while done < len(ts):
             # One span per save time, so that Lanczos is warm-started from the eigenvectors
             # of the last save; an event ends a span early.
