@@ -6,8 +6,10 @@ preconditioned sharpness λ_max(P⁻¹H), P = diag(√ν̂ + ε), against its st
 `benchmarks/adaptive_eos.json` and `.npz` and draws `docs/adaptive_eos.png` from the npz
 (`--plot-only` redraws it).
 
-Problem: the defaults of `gradflows run eos` (a tanh MLP 64-32-32-10 on 100 digits of the
-ten classes, MSE, 3,466 parameters). Optimizers (`flows.large_steps`):
+Problem: the digits problem of `gradflows run eos --data digits`
+(`experiments.eos._cli.DIGITS`: a tanh MLP 64-32-32-10 on 100 digits of the ten classes, MSE,
+3,466 parameters; the eos defaults before they became the authors' swish MLP).
+Optimizers (`flows.large_steps`):
 - RMSProp, η = 1e-3, β2 = 0.99, ε = 1e-8, bias-corrected: limit 2/η on λ_max(P⁻¹H);
 - Adam, η = 4e-3, β1 = 0.9, β2 = 0.999, ε = 1e-8: limit 38/η = (2 + 2β1)/((1 − β1)η);
 - heavy ball, η = 0.9, β = 0.5: limit (2 + 2β)/η = 3/η on the plain sharpness (P = 1);
@@ -33,6 +35,10 @@ NPZ = os.path.join(HERE, "adaptive_eos.npz")
 JSON = os.path.join(HERE, "adaptive_eos.json")
 PNG = os.path.join(os.path.dirname(HERE), "docs", "adaptive_eos.png")
 LANCZOS = {"max_iters": 60, "tol": 1e-9}
+PROBLEM = (
+    "the digits problem of gradflows run eos --data digits (experiments.eos._cli.DIGITS): "
+    "tanh MLP 64-32-32-10 on 100 digits of the ten classes, MSE, 3,466 parameters"
+)
 
 
 def runs():
@@ -144,7 +150,7 @@ def main(argv=None) -> None:
 
         arrays, summary = compute(args.steps, args.every)
         summary["settings"] = {"steps": args.steps, "every": args.every, "lanczos": LANCZOS,
-                               "problem": "gradflows run eos defaults, ten classes"}  # fmt: skip
+                               "problem": PROBLEM}  # fmt: skip
         summary["versions"] = {"jax": jax.__version__, "optax": optax.__version__}
         np.savez(NPZ, **arrays)
         with open(JSON, "w") as f:

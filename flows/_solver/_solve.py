@@ -69,8 +69,8 @@ class Span(NamedTuple):
 
 def solve_span(
     field, save, y0, t0, t1, ts, state, solver, rtol, atol, dtmin, max_steps,
-    *, dt0=None, args=None, event=None, select_first_step=True,
-) -> Span:  # fmt: skip
+    *, dt0=None, args=None, event=None, select_first_step=True, compile_only=False,
+) -> Span | None:  # fmt: skip
     """Solve y' = field(t, y, args) from `t0` to `t1` with `solver` under the step-memory PID
     controller, saving `save(t, y, args)` at `ts` and the state at `t1` (or where it
     stopped), in forward mode, without throwing.
@@ -82,7 +82,9 @@ def solve_span(
     times and `ts` (of any fixed length): one compilation serves every horizon and budget.
     `select_first_step=False` (with `dt0` given) leaves diffrax's initial step selection out
     of the program: two fewer traced evaluations of the field, for a field whose evaluation
-    is a large program (the central flow's Lanczos).
+    is a large program (the central flow's Lanczos). `compile_only`: compile the program
+    for these inputs' shapes (their values unused) and return None, solving nothing (a
+    caller overlaps that with other work on a second thread).
     """
     if not select_first_step and dt0 is None:
         raise ValueError("solve_span: select_first_step=False needs dt0")
@@ -92,12 +94,14 @@ def solve_span(
     if start:  # a placeholder of the state's shapes: the program makes the state itself
         state = _placeholder(field, y0, t0, t1, solver, rtol, atol, dtmin, args, select_first_step)
     first_step = np.asarray(np.nan if dt0 is None else dt0, np.float64)
+    inputs = (field, save, y0, t0, t1, ts, state, np.asarray(start), first_step, solver,
+              rtol, atol, dtmin, budget, args, event, bool(select_first_step))  # fmt: skip
     # programs the persistent compilation cache can keep, without diffrax's 100-link chain
     with errors_as_nan(), one_step_clip_floor():
-        return _solve_span(
-            field, save, y0, t0, t1, ts, state, np.asarray(start), first_step, solver,
-            rtol, atol, dtmin, budget, args, event, bool(select_first_step),
-        )  # fmt: skip
+        if compile_only:  # ahead of time: a later call of the same shapes finds it compiled
+            _solve_span.lower(*inputs).compile()
+            return None
+        return _solve_span(*inputs)
 
 
 def _make_state(field, y0, t0, t1, solver, rtol, atol, dtmin, dt0, args, nan_selects):

@@ -9,6 +9,7 @@ leaves where the X that would hold all m loses positive definiteness. Σ is the 
 GD's oscillation: the predicted time average of GD's loss is L + tr Σ/η.
 """
 
+import concurrent.futures
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -23,10 +24,12 @@ import optimistix as optx
 from .._checks import check_finite, check_flag, check_observables, check_positive
 from .._failures import DTMIN_RELATIVE, MaxStepsReached
 from .._flow import Trajectory, undefined_observables
+from .._integrate import _SECOND_THREAD
 from .._progress import progress_bar
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solve import save_state, solve_span
 from .._solver._solvers import make_solver
+from .._solver._structure import ByStructure
 from .._stats import SolveStats
 from ._complementarity import (
     RESIDUAL_TOL,
@@ -52,7 +55,10 @@ class _Bracket(optx.Bisection):
         return jnp.abs(state.lower - state.upper) < scale, optx.RESULTS.successful
 
 
-_ROOT = _Bracket(rtol=1e-13, atol=1e-13)
+# flip=False: the event crosses 0 upwards (`direction=True`), so its root find need not
+# evaluate it at both ends to learn which way it goes (two more copies of the event, and of
+# its Lanczos, in the solve program)
+_ROOT = _Bracket(rtol=1e-13, atol=1e-13, flip=False)
 _MAX_EVENTS = 1000
 # Lanczos inside the field: a residual of 1e-10·S (the eigenvectors to 1e-10·S/gap), at most
 # 60 products per evaluation, warm-started from the top eigenvectors at the last save; on the
@@ -65,6 +71,7 @@ _FAILED = []  # the last failed complementarity solve, (t, residual), read by ce
 # Lanczos stops at a residual, so its count is known only inside the program).
 _COUNTS: dict[int, np.ndarray] = {}
 _IDS = itertools.count()
+_SPANS = ByStructure()  # the solve programs compiled ahead (on the second thread) in this process
 
 
 def _add_counts(cid, counts):
@@ -96,9 +103,9 @@ def _host_qp(P, q, g_norm, m, t):
 
 
 class _CentralField(eqx.Module):
-    """w' on the flat parameters; `args = (m, U0)`: m the eigenvalues tracked at the edge
-    (0: the gradient flow), U0 (k+1, p) the warm start of Lanczos (the top eigenvectors at
-    the last save or event)."""
+    """w' on the flat parameters; `args = (m, U0, start)`: m the eigenvalues tracked at the
+    edge (0: the gradient flow), U0 (k+1, p) the warm start of Lanczos (the top eigenvectors
+    at the last save or event), `start` the event's value at the span's start (`event`)."""
 
     loss: Callable = eqx.field(static=True)
     static: Any
@@ -176,7 +183,7 @@ class _CentralField(eqx.Module):
         )
 
     def __call__(self, t, w, args):
-        m, U0 = args
+        m, U0 = args[:2]
 
         def on_edge(w):
             U, hvps = self.tracked(w, U0)
@@ -192,8 +199,16 @@ class _CentralField(eqx.Module):
         return v
 
     def event(self, t, y, args, **kwargs):
-        """Crosses 0 upwards where the phase ends: the larger of `join` and `leave`."""
-        m, U0 = args
+        """Crosses 0 upwards where the phase ends: the larger of `join` and `leave`. At the
+        span's start (diffrax's first call, whose `t` is its `t0`) the value the host
+        computed there with the save's or the event's record (`_at`: the same point and m),
+        so that the solve program holds the event twice (each step's and the root find's),
+        not three times: a copy of Lanczos and of the block less to compile, and one
+        evaluation less per span. Only its sign is read there (whether the first step may
+        trigger)."""
+        m, U0, start = args
+        if t is kwargs.get("t0"):
+            return start
         lam, U, hvps = self.eig(y, U0)
         value = jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
         edge = (m > 0).astype(jnp.int32)
@@ -442,16 +457,45 @@ def central_flow(
             out.config.update(optimizer=optimizer, beta2=beta2, eps=eps)
         return out
 
+    def run_span(t, t_next, state, m, U, value, compile_only=False):
+        """The solve from t to the next save time t_next (or an event), resumed from `state`
+        (None: a fresh start with the first step dt_next); `value` the event's at t."""
+        return solve_span(
+            field, save_state, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
+            jnp.asarray(ts[done : done + 1]), state, solver, *tol,
+            jnp.asarray(DTMIN_RELATIVE * max(1.0, t1)), settings.max_steps,
+            dt0=dt_next, args=(jnp.asarray(m), U, jnp.asarray(value)), event=event,
+            select_first_step=False, compile_only=compile_only,
+        )  # fmt: skip
+
     bar = progress_bar(total=t1, desc="central flow", disable=not progress, leave=False)
     _FAILED.clear()
+    # The solve program (the larger) is compiled on a second thread while the start's probe
+    # (`_at`) compiles and runs on this one: a first call waits for the longer of the two,
+    # not their sum. Its inputs' shapes are those of the first span (U: the start's k + 1
+    # vectors); only their shapes are used.
+    compiling = None
+    if not _SPANS.get((field, w, solver, event)):
+        U_shape = jax.device_put(np.zeros((k + 1, w.shape[0]), np.float64))
+
+        def ahead():
+            run_span(0.0, float(ts[0]), None, 0, U_shape, 0.0, compile_only=True)
+            _SPANS.put((field, w, solver, event), True)
+
+        compiling = _SECOND_THREAD.submit(ahead)
     try:
-        m, U = _start_phase(field, w, k, eta, partial)
+        # `start`: (join, leave) of the event at (t, w) with m tracked, from the last `_at`
+        # there; None where none was made there since m changed
+        m, U, start = _start_phase(field, w, k, eta, partial)
+        if compiling is not None:
+            compiling.result()
         while done < len(ts):
             # One span per save time, so that Lanczos is warm-started from the eigenvectors
             # of the last save; an event ends a span early.
             t_next = float(ts[done])
             if t_next <= t:  # a save at the time reached (t = 0, or a save at an event)
-                block = jax.tree.map(lambda a: np.asarray(a)[None], _at(field, t, w, m, U)[0])
+                record, *ends = _at(field, t, w, m, U)
+                block, start = jax.tree.map(lambda a: np.asarray(a)[None], record), ends
                 saved.append(block)
                 U, done = jnp.asarray(block["U"][0]), done + 1
                 continue
@@ -460,12 +504,10 @@ def central_flow(
             # the field and the event need it. The first step after a start or an event is
             # the last step proposed (η/4 at the start), not diffrax's selection (two more
             # evaluations of the field in the program).
-            span = solve_span(
-                field, save_state, w, jnp.asarray(t), jnp.asarray(max(t_next, t)),
-                jnp.asarray(ts[done : done + 1]), state, solver, *tol,
-                jnp.asarray(DTMIN_RELATIVE * max(1.0, t1)), settings.max_steps,
-                dt0=dt_next, args=(jnp.asarray(m), U), event=event, select_first_step=False,
-            )  # fmt: skip
+            if start is None:
+                start = _at(field, t, w, m, U)[1:]
+            span = run_span(t, t_next, state, m, U, _event_value(*start))
+            start = None
             stats.num_steps += int(span.stats["num_steps"])
             stats.num_accepted_steps += int(span.stats["num_accepted_steps"])
             stats.num_rejected_steps += int(span.stats["num_rejected_steps"])
@@ -475,9 +517,8 @@ def central_flow(
                 w_save = span.y_end[0]
                 if not bool(np.all(np.isfinite(np.asarray(w_save)))):
                     raise FloatingPointError(f"the central flow became non-finite before t={t1}")
-                block = jax.tree.map(
-                    lambda a: np.asarray(a)[None], _at(field, t_next, w_save, m, U)[0]
-                )
+                record, *ends = _at(field, t_next, w_save, m, U)
+                block, start = jax.tree.map(lambda a: np.asarray(a)[None], record), ends
                 own = {key: value for key, value in block.items() if key != "user"}
                 if not all(np.all(np.isfinite(x)) for x in jax.tree.leaves(own)):
                     raise FloatingPointError(f"the central flow became non-finite before t={t1}")
@@ -534,6 +575,8 @@ def central_flow(
         ) from None
     finally:
         bar.close()
+        if compiling is not None:
+            concurrent.futures.wait([compiling])  # no thread left running after an error
         _COUNTS.pop(cid, None)
 
 
@@ -551,8 +594,9 @@ EDGE_RTOL = 1e-8
 
 
 def _start_phase(field, w, k, eta, partial):
-    """`(m, U)` at t = 0, where the events' conditions may already hold (an event that is
-    true at t0 never fires, so each is settled here):
+    """`(m, U, start)` at t = 0 (`start` the event's join and leave there), where the
+    events' conditions may already hold (an event that is true at t0 never fires, so each
+    is settled here):
 
     - an eigenvalue above 2/η by more than `EDGE_RTOL`: `ValueError` naming S(0) and 2/η
       (GD at that step is unstable from the start, and the central flow does not describe
@@ -562,7 +606,7 @@ def _start_phase(field, w, k, eta, partial):
       first, so that a start on the edge where the gradient flow lowers S is the gradient
       flow with m = 0, not a claim to be on the edge;
     - more than k on the edge: `EdgeLimitReached`."""
-    record, _, _ = _at(field, 0.0, w, 0, jnp.zeros((k + 1, w.shape[0]), w.dtype))
+    record, *start = _at(field, 0.0, w, 0, jnp.zeros((k + 1, w.shape[0]), w.dtype))
     lam, U = record["eigenvalues"], record["U"]
     excess = np.asarray(lam) * eta / 2 - 1.0
     if excess[0] > EDGE_RTOL:
@@ -576,9 +620,17 @@ def _start_phase(field, w, k, eta, partial):
     m = int(np.sum(excess >= -EDGE_RTOL))
     if m > k:
         raise _limit(0.0, k, eta, partial)
-    while m > 0 and float(_at(field, 0.0, w, m, U)[2]) > 0:
+    while m > 0:
+        _, *ends = _at(field, 0.0, w, m, U)
+        if not float(ends[1]) > 0:
+            return m, U, ends
         m -= 1
-    return m, U
+    return m, U, start
+
+
+def _event_value(join, leave) -> float:
+    """The event's value (`_CentralField.event`) from `_at`'s join and leave."""
+    return max(float(join), float(leave))
 
 
 def _limit(t, k, eta, partial):

@@ -50,7 +50,7 @@ _TOL, _ITERS = 1e-10, 60
 
 class _RMSPropField(eqx.Module):
     """(w', ν') on the flat state y = (w, ν), ν of size p (per-coordinate) or 1 (scalar);
-    `args = (m, V0)` as `_CentralField`'s, V0 (k+1, len(y)) the warm start of Lanczos (the
+    `args = (m, V0, start)` as `_CentralField`'s, V0 (k+1, len(y)) the warm start of Lanczos (the
     top eigenvectors of P^{-1/2}HP^{-1/2} at the last save, zero on the ν part)."""
 
     loss: object = eqx.field(static=True)
@@ -149,7 +149,7 @@ class _RMSPropField(eqx.Module):
         return jnp.concatenate([-g / P, (1.0 - self.beta2) / (self.beta2 * self.eta) * (g2 - nu)])
 
     def __call__(self, t, y, args):
-        m, V0 = args
+        m, V0 = args[:2]
 
         def on_edge(y):
             *_, x, _, _, hvps, (w0, W, n0, N) = self.solve_maps(t, y, m, V0)

@@ -133,3 +133,17 @@ def test_rmsprop_counts_are_the_products_made_and_the_events():
     assert below == 2
     assert stats["third_products"] == stats["complementarity_solves"] + below + 2
     assert stats["complementarity_solves"] > 0
+
+
+def test_rmsprop_central_flow_says_its_step_size_collapsed(monkeypatch):
+    # RMSProp's central flow runs the loop of gradient descent's, so a failed solve says
+    # which failure and where as that one does (not a bare "solver failed"): here forced by
+    # a floor on the step of 5 % of t1 (the first step is η/4 = 0.125 < 0.725); the same
+    # problem and shapes as the test above, whose programs it reuses
+    monkeypatch.setattr(_central, "DTMIN_RELATIVE", 0.05)
+    says = r"failed at t=0\.125: its step size collapsed below 0\.05·max\(1, t1\) with 0 of k = 1"
+    with pytest.raises(FloatingPointError, match=says):
+        central_flow(rmsprop_toy, jnp.asarray([1.0, 1.0]), 14.5, eta=0.5,
+                     optimizer="scalar_rmsprop", beta2=0.9, eps=1e-3,
+                     ts=np.array([0.0, 7.0, 14.5]), save_params=False, rtol=1e-6,
+                     atol=1e-9)  # fmt: skip

@@ -3,6 +3,7 @@ it refuses, on the edge it tracks only what X can hold, below it is the gradient
 the located event. Closed forms on L = ½(5 + w₂)w₁² + ½(w₂ − a)²: on w₁ = 0 the sharpness is
 S = 5 + w₂ and the gradient flow is w₂(t) = a + (w₂(0) − a)e^{−t}."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -65,3 +66,43 @@ def test_bad_params0_is_refused_naming_params0(params0, says):
     # (S(0) above the edge) names params0 too
     with pytest.raises(ValueError, match=f"^{says}"):
         central_flow(lambda w: 0.5 * jnp.sum(w**2), params0, 1.0, eta=0.1)
+
+
+def test_diffrax_calls_the_event_at_a_solves_start_with_the_t0_it_was_given():
+    # `_CentralField.event` returns the host's value at a span's start where its `t` is the
+    # `t0` diffrax passes (so that the solve program holds the event twice, not three
+    # times); traced only. If diffrax stops passing the same object, the event computes it
+    # there again (right, but a copy of Lanczos more to compile): this test says so.
+    import diffrax as dfx
+    import optimistix as optx
+
+    starts = []
+
+    def event(t, y, args, **kwargs):
+        starts.append(t is kwargs.get("t0"))
+        return y[0] - 0.5
+
+    def solve(y0):
+        root = optx.Bisection(rtol=1e-10, atol=1e-10, flip=False)
+        return dfx.diffeqsolve(dfx.ODETerm(lambda t, y, args: -y), dfx.Tsit5(), 0.0, 1.0, 0.1,
+                               y0, event=dfx.Event(event, root_finder=root, direction=True),
+                               adjoint=dfx.ForwardMode(), throw=False).ys  # fmt: skip
+
+    jax.eval_shape(solve, jnp.ones(1))
+    # the start (once), each step's and the root find's (flip=False: not at the bracket's
+    # ends); diffrax may trace a call more than once for its shapes
+    assert starts.count(True) == 1 and starts.count(False) >= 2, starts
+
+
+def test_the_event_at_a_spans_start_is_the_hosts_value_there_and_computed_elsewhere():
+    from flows.large_steps._central import _CentralField
+    from flows.large_steps._hessian import flat_loss
+
+    w = jnp.asarray([0.0, 0.9, 2.0])  # S = 5 + w₂ = 5.9: the join value S·η/2 − 1 = −1/60
+    _, w, spec, static = flat_loss(_loss, w)
+    field = _CentralField(_loss, static, spec, jnp.asarray(ETA), 1, jnp.asarray(0), False)
+    args, t0 = (jnp.asarray(0), jnp.zeros((2, 3)), jnp.asarray(-0.25)), jnp.asarray(0.3)
+    assert field.event(t0, w, args, t0=t0) is args[2]
+    # any other t (a step's end, the root find's): λ₁η/2 − 1 with m = 0 (leave is −inf)
+    value = eqx.filter_jit(lambda t: field.event(t, w, args, t0=t0))(jnp.asarray(0.3))
+    assert abs(float(value) + 1 / 60) < 1e-12  # measured 6e-17
