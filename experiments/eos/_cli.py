@@ -1,6 +1,7 @@
 """The options of `gradflows run eos` and the settings they resolve to."""
 
 import argparse
+import math
 
 from .._options import (
     UsageError,
@@ -269,16 +270,24 @@ def settings(args) -> dict:
     if s["k"] > p:
         raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")
     solve_settings_of(s)  # checked here, before any computation
+    beta2 = s["beta2"]
+    # before build's [0, 1), which named 1 as outside [0, 1) and then 0 as outside (0, 1); 0
+    # was refused by the central flow inside each task, after GD, the flows and RMSProp had run
+    if (
+        s["optimizer"] == "rmsprop"
+        and beta2 is not None
+        and math.isfinite(beta2)
+        and not 0 < beta2 < 1
+    ):
+        raise UsageError(
+            f"--beta2 must lie in (0, 1) for --optimizer rmsprop, got {beta2:g}"
+            + (" (its central flow: at β2 = 0, ν = g⊙² is no longer a state)" if beta2 == 0 else "")
+        )
     if s["optimizer"] != "gd":
         try:  # β in [0, 1), ε >= 0, named as the flag
             build(s, min(s["etas"]))
         except ValueError as e:
             raise UsageError(f"--{e}") from None
-    if s["optimizer"] == "rmsprop" and s["beta2"] == 0:  # was refused by its central flow,
-        raise UsageError(  # inside each task, after GD, the flows and RMSProp had run
-            "--beta2 must lie in (0, 1) for --optimizer rmsprop, got 0 (its central flow: at "
-            "β2 = 0, ν = g⊙² is no longer a state)"
-        )
     return s
 
 
