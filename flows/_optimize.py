@@ -331,6 +331,18 @@ def run(
     if limit is None:
         limit = "the stability limit 2/λ_max of the Hessian" if gd else "the optimizer's limit"
     records, y, k, rule, warned = [], trainable, 0, None, False
+    if save_steps[0] != 0:
+        # the rule's L(0) is the loss at params0: from the first save instead (step 6 of an
+        # eos run), momentum's warning said "the loss rose from 1.1509" where L(0) = 0.39,
+        # and its threshold moved with it
+        value = float(eqx.filter_jit(loss)(params0))
+        if not np.isfinite(value):
+            raise diverged(
+                f"the loss is {value} at the start, t=0, before any step (not a matter of "
+                "eta); check the loss, the data scale and the initialisation",
+                records, save_steps, result,
+            )  # fmt: skip
+        rule = DivergenceRule(value)
     saves = iter(save_steps)
     k_save = next(saves)
     with progress_bar(
@@ -379,7 +391,7 @@ def run(
                 )
                 raise diverged(
                     f"{name} became non-finite at step {k} (t={k * eta:.6g}): the loss is "
-                    f"{value} (it was {rule.loss0:.6g} at step {save_steps[0]}){since(rule)}; "
+                    f"{value} (it was {rule.loss0:.6g} at step 0){since(rule)}; "
                     f"{advice if value != -np.inf else unbounded}",
                     records, save_steps, result,
                 )  # fmt: skip
