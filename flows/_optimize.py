@@ -126,7 +126,17 @@ def _check_schedule(schedule, eta: float, n: int):
         values = np.asarray(jax.vmap(schedule)(jnp.arange(max(n, 1))), dtype=np.float64)
     except Exception as e:  # whatever the user's function raises on a step
         first = (str(e).strip().splitlines() or [""])[0][:200]
-        raise ValueError(f"schedule fails on the steps ({type(e).__name__}: {first})") from None
+        # Python's if on the step, or a list indexed by it
+        traced = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError)
+        hint = (
+            "; it is called on a traced array of steps, as optax's schedules are: write it "
+            "with jnp operations (jnp.where, not if; jnp.asarray(table)[k], not a list)"
+            if isinstance(e, traced)
+            else ""
+        )
+        raise ValueError(
+            f"schedule fails on the steps ({type(e).__name__}: {first}){hint}"
+        ) from None
     if values.shape != (max(n, 1),):
         raise ValueError(f"schedule must return one number per step, got shape {values.shape}")
     bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))

@@ -137,6 +137,13 @@ def test_state_observables_see_the_optimizer_state_after_each_step():
         ({"schedule": lambda k: 0.1 - 0.01 * k}, ValueError, r"schedule .* got 0.0 at step 10"),
         ({"schedule": lambda k: jnp.where(k == 3, jnp.nan, 0.1)}, ValueError, "nan at step 3"),
         ({"schedule": 0.1}, TypeError, "schedule must be a function of the step"),
+        # said only "schedule fails on the steps (TracerBoolConversionError: ...)"
+        (
+            {"schedule": lambda k: 0.1 if k < 5 else 0.05},
+            ValueError,
+            r"TracerBoolConversionError.*: write it with jnp operations \(jnp.where, not if",
+        ),
+        ({"schedule": lambda k: [0.1, 0.05][k]}, ValueError, r"Tracer.*not a list\)$"),
         ({"state_observables": {"x": 3}}, TypeError, r"state_observables\['x'\]"),
         ({"eta": -0.1}, ValueError, "eta must be finite and > 0"),
     ],
