@@ -150,3 +150,22 @@ def test_spectra_at_a_non_finite_point_or_of_a_non_finite_loss_raise():
         games.step_eigenvalues(nan_loss, (gen, disc), eta=0.1)
     # traced (an observable along a flow), the value is returned, as before
     assert jax.jit(lambda g: games.jacobian_eigenvalues(loss, (g, disc)))(gen).shape == (2,)
+
+
+def test_players_whose_shapes_do_not_fit_the_data_are_named():
+    # were "Incompatible shapes for broadcasting: shapes=[(16,), (16, 2)]" and "dot_general
+    # requires contracting dimensions to have the same shape"
+    rng = np.random.default_rng(0)
+    loss = games.gan_loss(rng.normal(size=(16, 2)), rng.normal(size=(16, 1)), "gan")
+    key = jax.random.PRNGKey(0)
+    gen = eqx.nn.MLP(1, 2, 4, 1, key=key)
+    cases = [
+        ((gen, eqx.nn.MLP(2, 2, 4, 1, key=key)), r"the discriminator must return one number"),
+        ((eqx.nn.MLP(1, 3, 4, 1, key=key), eqx.nn.MLP(3, "scalar", 4, 1, key=key)),
+         r"the generator returns samples of shape \(3,\), the real samples are \(2,\)"),
+        ((eqx.nn.MLP(2, 2, 4, 1, key=key), eqx.nn.MLP(2, "scalar", 4, 1, key=key)),
+         r"the generator fails on latent samples of shape \(1,\)"),
+    ]  # fmt: skip
+    for pair, says in cases:
+        with pytest.raises(TypeError, match=r"^loss: " + says):
+            games.gda_flow(loss, pair, 1.0)
