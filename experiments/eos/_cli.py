@@ -17,6 +17,9 @@ from .._sizes import MAX_PARAMETERS, largest_width
 from .._sweep_options import add_sweep_options
 from ._optimizer import OPTIMIZERS, build
 
+#: The fewest saves of GD's sharpness (and of the flows) after t = 0 at each η.
+MIN_SAVE_INTERVALS = 2
+
 DATA = ("random", "digits")
 ACTIVATIONS = ("swish", "tanh")
 TASKS = ("multiclass", "binary")
@@ -258,6 +261,15 @@ def settings(args) -> dict:
         raise UsageError(
             f"--t1 {s['t1']:g} is {steps:.3g} steps of the smallest --etas "
             f"({min(s['etas']):g}), over {MAX_GD_STEPS}"
+        )
+    fewest = int(round(s["t1"] / max(s["etas"])))
+    if fewest // s["sharpness_every"] < MIN_SAVE_INTERVALS:
+        # 10000 on 1000 steps saved t = 0 alone: no flow was solved, and GD's sharpness,
+        # 0.37 × 2/η there, was reported as staying below 2/η while its loss spiked
+        raise UsageError(
+            f"--sharpness-every {s['sharpness_every']} leaves {fewest // s['sharpness_every']} "
+            f"save(s) after t = 0 in the {fewest} GD steps of --etas {max(s['etas']):g}: at "
+            f"most {fewest // MIN_SAVE_INTERVALS}"
         )
     p = parameters(s)
     if p > MAX_PARAMETERS:  # --width 4096 --depth 16 (2.5e8) would die in the allocator
