@@ -119,7 +119,10 @@ def check_init(init, a, b):
     for name, p in (("u", u), ("v", v)):
         if _concrete(p) and not np.all(np.isfinite(np.asarray(p))):
             raise ValueError(f"init: the potential {name} holds NaN or inf; expected {expected}")
-    return u, v
+    # (u + c, v − c) is the same plan: centred, u + v − c loses no digits to a large shift
+    # (KL from (1e10, 0) stopped at max_iters=100000 with an L1 error of 3e-6)
+    shift = jnp.mean(u)
+    return u - shift, v + shift
 
 
 def check_schedule(eps_schedule, eps) -> list:
