@@ -174,7 +174,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("catapult panel (uv model, Lewkowycz et al. 2020)")
     g.add_argument("--uv-width", type=int, default=d["uv_width"], help="m of the uv model (1000)")
     g.add_argument(
-        "--uv-points", type=int, default=d["uv_points"], help="values of ηλ0 in [0, 4.5] (91)"
+        "--uv-points", type=int, default=d["uv_points"], help="values of ηλ0 in (0, 4.5] (91)"
     )
     g.add_argument(
         "--uv-steps", type=int, default=d["uv_steps"], help="GD steps of each uv run (2000)"
