@@ -111,7 +111,7 @@ def test_optimizer_figure_names_the_problem_and_draws_the_loss_from_t_0():
     config = {"model": "mlp [4]", "data": "digits 0-9, 20 train", "loss": "mse"}
     fig = optimizer_figure({"eta": 0.5, "optimizer": o}, a, config)
     title = fig._suptitle.get_text()
-    assert title.startswith("rmsprop at η = 0.5: at its limit from step 2")
+    assert title.startswith("rmsprop at η = 0.5: reached its limit at step 2, then median ×1.010")
     assert title.endswith("\nmlp [4]; digits 0-9, 20 train; loss: ½ × mean squared error")
     ax_l = fig.axes[1]
     (line,) = [ln for ln in ax_l.get_lines() if ln.get_label() == "rmsprop"]
