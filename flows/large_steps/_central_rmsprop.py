@@ -66,6 +66,7 @@ class _RMSPropField(eqx.Module):
     eps: float = eqx.field(static=True)
     scalar: bool = eqx.field(static=True)
     symmetric_jacobian = False
+    edge_of = ("λ_max(P⁻¹H)", "RMSProp")  # the start's refusal names them
 
     f = _CentralField.f
     join = _CentralField.join
