@@ -126,7 +126,17 @@ def _check_schedule(schedule, eta: float, n: int):
         values = np.asarray(jax.vmap(schedule)(jnp.arange(max(n, 1))), dtype=np.float64)
     except Exception as e:  # whatever the user's function raises on a step
         first = (str(e).strip().splitlines() or [""])[0][:200]
-        raise ValueError(f"schedule fails on the steps ({type(e).__name__}: {first})") from None
+        # Python's if on the step, or a list indexed by it
+        traced = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError)
+        hint = (
+            "; it is called on a traced array of steps, as optax's schedules are: write it "
+            "with jnp operations (jnp.where, not if; jnp.asarray(table)[k], not a list)"
+            if isinstance(e, traced)
+            else ""
+        )
+        raise ValueError(
+            f"schedule fails on the steps ({type(e).__name__}: {first}){hint}"
+        ) from None
     if values.shape != (max(n, 1),):
         raise ValueError(f"schedule must return one number per step, got shape {values.shape}")
     bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
@@ -331,6 +341,18 @@ def run(
     if limit is None:
         limit = "the stability limit 2/λ_max of the Hessian" if gd else "the optimizer's limit"
     records, y, k, rule, warned = [], trainable, 0, None, False
+    if save_steps[0] != 0:
+        # the rule's L(0) is the loss at params0: from the first save instead (step 6 of an
+        # eos run), momentum's warning said "the loss rose from 1.1509" where L(0) = 0.39,
+        # and its threshold moved with it
+        value = float(eqx.filter_jit(loss)(params0))
+        if not np.isfinite(value):
+            raise diverged(
+                f"the loss is {value} at the start, t=0, before any step (not a matter of "
+                "eta); check the loss, the data scale and the initialisation",
+                records, save_steps, result,
+            )  # fmt: skip
+        rule = DivergenceRule(value)
     saves = iter(save_steps)
     k_save = next(saves)
     with progress_bar(
@@ -379,7 +401,7 @@ def run(
                 )
                 raise diverged(
                     f"{name} became non-finite at step {k} (t={k * eta:.6g}): the loss is "
-                    f"{value} (it was {rule.loss0:.6g} at step {save_steps[0]}){since(rule)}; "
+                    f"{value} (it was {rule.loss0:.6g} at step 0){since(rule)}; "
                     f"{advice if value != -np.inf else unbounded}",
                     records, save_steps, result,
                 )  # fmt: skip

@@ -1,6 +1,7 @@
 """The options of `gradflows run eos` and the settings they resolve to."""
 
 import argparse
+import math
 
 from .._options import (
     UsageError,
@@ -15,6 +16,9 @@ from .._run_folder import add_run_folder_options
 from .._sizes import MAX_PARAMETERS, largest_width
 from .._sweep_options import add_sweep_options
 from ._optimizer import OPTIMIZERS, build
+
+#: The fewest saves of GD's sharpness (and of the flows) after t = 0 at each η.
+MIN_SAVE_INTERVALS = 2
 
 DATA = ("random", "digits")
 ACTIVATIONS = ("swish", "tanh")
@@ -170,7 +174,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("catapult panel (uv model, Lewkowycz et al. 2020)")
     g.add_argument("--uv-width", type=int, default=d["uv_width"], help="m of the uv model (1000)")
     g.add_argument(
-        "--uv-points", type=int, default=d["uv_points"], help="values of ηλ0 in [0, 4.5] (91)"
+        "--uv-points", type=int, default=d["uv_points"], help="values of ηλ0 in (0, 4.5] (91)"
     )
     g.add_argument(
         "--uv-steps", type=int, default=d["uv_steps"], help="GD steps of each uv run (2000)"
@@ -258,6 +262,15 @@ def settings(args) -> dict:
             f"--t1 {s['t1']:g} is {steps:.3g} steps of the smallest --etas "
             f"({min(s['etas']):g}), over {MAX_GD_STEPS}"
         )
+    fewest = int(round(s["t1"] / max(s["etas"])))
+    if fewest // s["sharpness_every"] < MIN_SAVE_INTERVALS:
+        # 10000 on 1000 steps saved t = 0 alone: no flow was solved, and GD's sharpness,
+        # 0.37 × 2/η there, was reported as staying below 2/η while its loss spiked
+        raise UsageError(
+            f"--sharpness-every {s['sharpness_every']} leaves {fewest // s['sharpness_every']} "
+            f"save(s) after t = 0 in the {fewest} GD steps of --etas {max(s['etas']):g}: at "
+            f"most {fewest // MIN_SAVE_INTERVALS}"
+        )
     p = parameters(s)
     if p > MAX_PARAMETERS:  # --width 4096 --depth 16 (2.5e8) would die in the allocator
         widest = largest_width(lambda w: parameters({**s, "width": w}))
@@ -269,16 +282,24 @@ def settings(args) -> dict:
     if s["k"] > p:
         raise UsageError(f"--k must be <= p, the network's {p} parameters, got {s['k']}")
     solve_settings_of(s)  # checked here, before any computation
+    beta2 = s["beta2"]
+    # before build's [0, 1), which named 1 as outside [0, 1) and then 0 as outside (0, 1); 0
+    # was refused by the central flow inside each task, after GD, the flows and RMSProp had run
+    if (
+        s["optimizer"] == "rmsprop"
+        and beta2 is not None
+        and math.isfinite(beta2)
+        and not 0 < beta2 < 1
+    ):
+        raise UsageError(
+            f"--beta2 must lie in (0, 1) for --optimizer rmsprop, got {beta2:g}"
+            + (" (its central flow: at β2 = 0, ν = g⊙² is no longer a state)" if beta2 == 0 else "")
+        )
     if s["optimizer"] != "gd":
         try:  # β in [0, 1), ε >= 0, named as the flag
             build(s, min(s["etas"]))
         except ValueError as e:
             raise UsageError(f"--{e}") from None
-    if s["optimizer"] == "rmsprop" and s["beta2"] == 0:  # was refused by its central flow,
-        raise UsageError(  # inside each task, after GD, the flows and RMSProp had run
-            "--beta2 must lie in (0, 1) for --optimizer rmsprop, got 0 (its central flow: at "
-            "β2 = 0, ν = g⊙² is no longer a state)"
-        )
     return s
 
 

@@ -114,6 +114,11 @@ def compare(
             f"t1={t1:g} is {steps:.3g} steps of eta={eta:g}, over {MAX_GD_STEPS} (every "
             "step of gradient descent is kept)"
         )
+    if steps // every < 2:  # one save, t = 0: no flow was solved, no edge could be seen
+        raise ValueError(
+            f"every={every} leaves {steps // every} save(s) after t = 0 in the {steps} steps "
+            f"of eta={eta:g}: at most {steps // 2}"
+        )
     gd = descend(loss, params0, eta=eta, steps=steps,
                  report=lambda t, t1: report(t, t1, "gradient descent"))  # fmt: skip
     traj = gd.trajectory

@@ -42,6 +42,8 @@ def optimizer_run(loss, params0, *, s: dict, eta: float, report=None) -> tuple[d
     limit, the first save at or above it and the median ratio after it, and `diverged`
     (None, or the message; the finite saves before are kept); for RMSProp, its central flow
     (`_rmsprop_central`), whose progress goes to `report(t, t1, what)`."""
+    import warnings
+
     import numpy as np
 
     import flows
@@ -65,12 +67,24 @@ def optimizer_run(loss, params0, *, s: dict, eta: float, report=None) -> tuple[d
     every = s["sharpness_every"]
     ts = eta * np.arange(every, steps + 1, every)
     diverged = None
-    try:
-        traj = optimize(loss, params0, s["t1"], optimizer=optimizer, eta=eta, ts=ts,
-                        state_observables={"sharpness": quantity}, save_params=False)  # fmt: skip
-    except FloatingPointError as e:
-        diverged = " ".join(str(e).split())
-        traj = e.partial
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", flows.DivergenceWarning)
+        try:
+            traj = optimize(loss, params0, s["t1"], optimizer=optimizer, eta=eta, ts=ts,
+                            state_observables={"sharpness": quantity},
+                            save_params=False)  # fmt: skip
+        except FloatingPointError as e:
+            diverged = " ".join(str(e).split())
+            traj = e.partial
+    for w in caught:
+        if not issubclass(w.category, flows.DivergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif diverged is None:
+            # momentum at η = 3 ended at a loss of 7.8e38 (from 0.39) recorded as diverged:
+            # null, "at its limit from step 2 (median ×0.789)"; as GD, it stops where its
+            # excursion began
+            diverged = " ".join(str(w.message).split())
+            traj = _before_excursion(traj, float(loss(params0)))
     record = {"optimizer": s["optimizer"], "limit": limit, "diverged": diverged}
     arrays = {"t_opt": np.zeros(0), "loss_opt": np.zeros(0), "sharpness_opt": np.zeros(0)}
     if traj is None:
@@ -94,6 +108,26 @@ def optimizer_run(loss, params0, *, s: dict, eta: float, report=None) -> tuple[d
     return record, arrays
 
 
+def _before_excursion(traj, loss0: float):
+    """`traj` up to (not including) its first save whose loss is above the divergence rule's
+    threshold (`flows._divergence`: `GROWTH` × max(|L(0)|, tiny) above L(0)); None if none
+    is left."""
+    import dataclasses
+
+    import numpy as np
+
+    from flows._divergence import DivergenceRule
+
+    rule = DivergenceRule(loss0)
+    losses = np.asarray(traj.loss)
+    above = ~(np.array([rule.ratio(x) for x in losses]) <= rule.growth)
+    keep = int(np.argmax(above)) if above.any() else len(losses)
+    if keep == 0:
+        return None
+    observables = {k: np.asarray(v)[:keep] for k, v in traj.observables.items()}
+    return dataclasses.replace(traj, ts=traj.ts[:keep], loss=losses[:keep], observables=observables)
+
+
 def optimizer_figure(run: dict, a: dict, config: dict | None = None):
     """Two panels for one η: the optimizer's (preconditioned) sharpness against its limit,
     and its loss beside GD's (and the central flow's prediction of GD's averaged loss), from
@@ -115,10 +149,11 @@ def optimizer_figure(run: dict, a: dict, config: dict | None = None):
                   label="its central flow: λ_max(P⁻¹H), P = √ν + ε")  # fmt: skip
     ax_s.axhline(o["limit"], color="tab:red", ls="--", lw=1.0, label=f"limit {o['limit']:.4g}")
     claim = (
-        f"at its limit from step {o['edge_step']} (median ×{o['median_ratio']:.3f})"
+        # "at its limit from step 2 (median ×0.064)" where it fell 16× below it after step 2
+        f"reached its limit at step {o['edge_step']}, then median ×{o['median_ratio']:.3f} of it"
         if o["edge_step"] is not None
         else "below its stability limit"
-    )
+    ) + (", then diverged (drawn to there)" if o.get("diverged") else "")
     ax_s.set(xlabel="flow time t = kη", ylabel="(preconditioned) sharpness",
              title=f"{o['optimizer']}'s {what} against its limit")  # fmt: skip
     fig.suptitle(f"{o['optimizer']} at η = {eta:g}: {claim}"

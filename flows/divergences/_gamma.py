@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import check_float64
 from ._generators import KL, AbstractDivergence, Chi2, get
 
 TOL = 1e-14  # relative step (and bracket width) at which the Newton iteration stops
@@ -169,10 +170,12 @@ def gamma(h, w, divergence="kl"):
     **Raises:** `ValueError` naming `divergence` if it is unknown or not of Legendre type
     ("tv"), naming `h` and `w` if their last axes differ, and outside `jit` naming `w` if it
     holds a negative or non-finite entry or does not sum to 1 (within `WEIGHT_SUM_TOL`), or
-    naming `h` if it holds NaN or ±∞.
+    naming `h` if it holds NaN or ±∞; naming `h` or `w` if it is float32.
 
     **Reference:** Terjék & González-Sánchez, AISTATS 2022 (arXiv 2105.14337), Sec. 3."""
     div = get(divergence, legendre=True)
+    check_float64("h", h)  # as `sinkhorn`: a float32 h was cast, Γ off by 1e-9 relative
+    check_float64("w", w)
     h = jnp.asarray(h, dtype=float)
     w = jnp.asarray(w, dtype=float)
     if w.ndim != 1 or h.ndim < 1 or h.shape[-1] != w.shape[0]:

@@ -32,7 +32,8 @@ def lambertw(z):
     NaN, and, inside traced code (`jit`, `grad`, `vmap`), where z < −1/e (no real value;
     `scipy.special.lambertw` gives a complex number there).
 
-    **Raises:** `ValueError` when `z` is concrete (not traced) and some entry is below −1/e.
+    **Raises:** `ValueError` when `z` is concrete (not traced) and some entry is below −1/e;
+    `TypeError` naming `z` when it is not real numbers (a str, a complex number).
     Accurate to a few ulps away from the branch point −1/e (tested against
     `scipy.special.lambertw` to 1e-14 relative); W′ is infinite at −1/e, so there the
     accuracy follows that of z + 1/e.
@@ -40,7 +41,10 @@ def lambertw(z):
     **Reference:** Corless, Gonnet, Hare, Jeffrey & Knuth, "On the Lambert W function",
     Adv. Comput. Math. 5 (1996), Halley's iteration eq. 5.9."""
     if not isinstance(z, jax.core.Tracer):
-        below = np.asarray(z, dtype=float) < -1.0 / np.e
+        try:
+            below = np.asarray(z, dtype=float) < -1.0 / np.e
+        except (TypeError, ValueError):  # was "could not convert string to float: 'x'"
+            raise TypeError(f"z must be real numbers, got {type(z).__name__} {z!r:.60}") from None
         if np.any(below):
             raise ValueError(
                 f"z: W₀ is real only for z ≥ −1/e ≈ -0.3679, got {np.asarray(z)[below].flat[0]!r}"

@@ -12,7 +12,7 @@ import jax
 import jax.flatten_util
 import numpy as np
 
-from .._checks import check_flag, check_number, check_positive
+from .._checks import check_finite, check_flag, check_number, check_positive
 from .._flat import trainable_of
 from .._flow import Trajectory
 from .._optimize import run
@@ -26,6 +26,7 @@ from ._field import (
     check_game_loss,
     check_pair,
 )
+from ._spectrum import check_jacobian_finite
 
 #: The maps by name: SimGD, AltGD, extragradient, consensus optimisation (SimGD on v − γJᵀv),
 #: and the ODE-GAN splitting (an RK4 step per player, the other held).
@@ -316,7 +317,8 @@ def step_eigenvalues(
     **Returns:** complex `(p,)`, p the trainable entries of the pair.
 
     **Raises:** `ValueError` naming `method`, `eta`, `consensus` or `disc_steps`, and as
-    `gda_flow` for `loss` and `params`.
+    `gda_flow` for `loss` and `params` (also non-finite `params`); `FloatingPointError` when
+    the step's Jacobian is not finite.
 
     **Reference:** Mescheder, Geiger & Nowozin 2018, §2.2 and Appendix (the Dirac-GAN's maps:
     SimGD 1 ± iηf′(0), AltGD on the unit circle while ηf′(0) ≤ 2).
@@ -329,6 +331,8 @@ def step_eigenvalues(
     gamma = check_consensus(gamma, "gamma") if method == "consensus" else 0.0
     trainable, static = trainable_of("params", params)
     game_map = GameMap(GameField(losses, static, None, gamma), method, _check_steps(disc_steps))
+    check_finite("params", trainable)
     J = np.asarray(_step_jacobian(game_map, trainable, np.float64(eta)))
+    check_jacobian_finite(J)  # numpy's eigvals said "Array must not contain infs or NaNs"
     values = np.linalg.eigvals(J)
     return values[np.argsort(-np.abs(values), kind="stable")]

@@ -59,6 +59,35 @@ def _spread(noise, x):
     return noise.spread(x)
 
 
+def _generated(gen, latent, real):
+    """The generator's samples, or a `TypeError` naming the player whose shapes do not fit
+    the data (was "dot_general requires contracting dimensions to have the same shape")."""
+    try:
+        fake = jax.vmap(gen)(latent)
+    except TypeError as e:
+        raise TypeError(
+            f"the generator fails on latent samples of shape {latent.shape[1:]} ({e})"
+        ) from None
+    if fake.shape[1:] != real.shape[1:]:
+        raise TypeError(
+            f"the generator returns samples of shape {fake.shape[1:]}, the real samples are "
+            f"{real.shape[1:]}: they must match"
+        )
+    return fake
+
+
+def _score(disc, x):
+    """D(x), one number, or a `TypeError` naming the discriminator (a vector output failed
+    as "Incompatible shapes for broadcasting: shapes=[(16,), (16, 2)]")."""
+    out = disc(x)
+    if jnp.size(out) != 1:
+        raise TypeError(
+            f"the discriminator must return one number per sample (e.g. eqx.nn.MLP(d, "
+            f"'scalar', ...)), got shape {jnp.shape(out)}"
+        )
+    return jnp.squeeze(out)
+
+
 def gan_loss(real, latent, objective: str = "gan", *, penalty=None, tight: bool = False):
     """The loss of a GAN on fixed samples, for `gda_flow` and the discrete maps.
 
@@ -102,10 +131,10 @@ def gan_loss(real, latent, objective: str = "gan", *, penalty=None, tight: bool 
     real_points, real_w = _spread(noise, real)
 
     def parts(gen, disc):
-        fake = jax.vmap(gen)(latent)
+        fake = _generated(gen, latent, real)
         fake_points, fake_w = _spread(noise, fake)
-        d_real = jax.vmap(lambda x: jnp.squeeze(disc(x)))(real_points)
-        d_fake = jax.vmap(lambda x: jnp.squeeze(disc(x)))(fake_points)
+        d_real = jax.vmap(lambda x: _score(disc, x))(real_points)
+        d_fake = jax.vmap(lambda x: _score(disc, x))(fake_points)
         return fake, d_real, d_fake, fake_w
 
     if objective in ("gan", "ns_gan", "wgan"):
@@ -138,7 +167,7 @@ def gan_loss(real, latent, objective: str = "gan", *, penalty=None, tight: bool 
         return value if gen_loss is value else (gen_loss, value)
 
     def disc_loss(gen, disc):
-        fake = jax.vmap(gen)(latent)
+        fake = _generated(gen, latent, real)
         return value(gen, disc) - sum(p(disc, real, fake) for p in penalties)
 
     return gen_loss, disc_loss

@@ -7,8 +7,9 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._checks import check_number
+from .._checks import check_finite, check_number
 from ._field import game_field
 
 #: Up to this many trainable entries "auto" forms the Jacobian (p JVPs) and takes all its
@@ -91,7 +92,8 @@ def jacobian_eigenvalues(
     **Returns:** complex `(k,)` (or `(p,)` / `(krylov_dim,)` for `k=None`).
 
     **Raises:** `ValueError` naming `method`, `k`, `krylov_dim` or `consensus`, and as
-    `gda_flow` for `loss` and `params`.
+    `gda_flow` for `loss` and `params` (also non-finite `params`); `FloatingPointError` when
+    the Jacobian is not finite (both checked when `params` is concrete).
 
     **Reference:** Mescheder, Geiger & Nowozin 2018, ICML, §2 (convergence of the GDA flow
     from the Jacobian's spectrum at the equilibrium); Saad 2011 (Arnoldi).
@@ -111,6 +113,20 @@ def jacobian_eigenvalues(
         if not 1 <= k <= n:
             raise ValueError(f"k must be an integer in [1, {n}] here, got {k!r}")
     k = n if k is None else k
-    if method == "dense":
-        return _dense(field, y, k)
-    return _arnoldi(field, y, k, m)
+    concrete = not isinstance(y, jax.core.Tracer)  # traced inside an observable
+    if concrete:
+        check_finite("params", y)
+    values = _dense(field, y, k) if method == "dense" else _arnoldi(field, y, k, m)
+    if concrete:
+        check_jacobian_finite(values)
+    return values
+
+
+def check_jacobian_finite(values) -> None:
+    """A `FloatingPointError` when the eigenvalues (or the Jacobian) at finite parameters
+    are not finite: they were returned as NaN + NaNi."""
+    if not np.all(np.isfinite(np.asarray(values))):
+        raise FloatingPointError(
+            "the Jacobian of the game's field at params is not finite (NaN or inf): the loss "
+            "or its derivatives are not finite there; check the loss and the point"
+        )

@@ -610,12 +610,14 @@ def _start_phase(field, w, k, eta, partial):
     lam, U = record["eigenvalues"], record["U"]
     excess = np.asarray(lam) * eta / 2 - 1.0
     if excess[0] > EDGE_RTOL:
+        # RMSProp's was named S(0) and "gradient descent" (_RMSPropField.edge_of)
+        what, method = getattr(field, "edge_of", ("S", "gradient descent"))
         raise ValueError(
-            f"params0: S(0) = {float(lam[0]):.6g} > 2/eta = {2 / eta:.6g} (by "
+            f"params0: {what}(0) = {float(lam[0]):.6g} > 2/eta = {2 / eta:.6g} (by "
             f"{100 * excess[0]:.3g} %): the central flow starts below or on the edge of "
-            "stability, and gradient descent at this eta is unstable from its first step "
+            f"stability, and {method} at this eta is unstable from its first step "
             f"(a catapult the central flow does not describe); take eta <= {2 / float(lam[0]):.6g} "
-            "or start where S <= 2/eta"
+            f"or start where {what} <= 2/eta"
         )
     m = int(np.sum(excess >= -EDGE_RTOL))
     if m > k:

@@ -66,6 +66,7 @@ class _RMSPropField(eqx.Module):
     eps: float = eqx.field(static=True)
     scalar: bool = eqx.field(static=True)
     symmetric_jacobian = False
+    edge_of = ("λ_max(P⁻¹H)", "RMSProp")  # the start's refusal names them
 
     f = _CentralField.f
     join = _CentralField.join
@@ -188,6 +189,16 @@ def check_optimizer(optimizer, beta2, eps, nu0) -> tuple[str, float, float]:
     argument."""
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    # (0, 1) before check_beta's [0, 1), which named 1 as outside [0, 1), then 0 as outside (0, 1)
+    if optimizer != "gd" and not 0.0 < check_number("beta2", beta2) < 1.0:
+        raise ValueError(
+            f"beta2 must lie in (0, 1) for the central flow of RMSProp, got {float(beta2)!r}"
+            + (
+                " (at β2 = 0, ν = g⊙² is no longer a state: ν' = (1 − β2)/(β2η)(E[g⊙²] − ν))"
+                if float(beta2) == 0.0
+                else ""
+            )  # fmt: skip
+        )
     beta2, eps = check_beta("beta2", beta2), check_eps(eps)
     if optimizer == "gd":
         if nu0 is not None:
@@ -201,11 +212,6 @@ def check_optimizer(optimizer, beta2, eps, nu0) -> tuple[str, float, float]:
                 f"{', '.join(unused)}: RMSProp's, not used by gradient descent's central flow "
                 "(optimizer='gd'): pass optimizer='rmsprop' or 'scalar_rmsprop', or drop it"
             )
-    elif beta2 == 0.0:
-        raise ValueError(
-            "beta2 must lie in (0, 1) for the central flow of RMSProp, got 0.0 (at β2 = 0, "
-            "ν = g⊙² is no longer a state: ν' = (1 − β2)/(β2η)(E[g⊙²] − ν))"
-        )
     return optimizer, beta2, eps
 
 

@@ -1,5 +1,6 @@
 """Checks of the optimal-transport inputs: one line naming the argument."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,6 +18,14 @@ def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def _at_run_time(x, bad, message: str):
+    """`x`, raising `message` when the solve runs where `bad` holds: the check of a traced
+    argument (under `jit`, `vmap`, `grad`), whose values are not known when it is called.
+    Unchecked, ε = −1 under `jit` returned a plan with certificates of 1e-16, and a NaN
+    cost or weights summing to 2 ran all `max_iters` iterations before "did not converge"."""
+    return eqx.error_if(x, bad, f"{message} (checked at run time: the argument is traced)")
+
+
 def check_weights(name: str, w, size: int | None = None):
     """`w` as a float64 vector of nonnegative weights summing to 1 (values checked when
     concrete), or a ValueError naming `name`."""
@@ -32,7 +41,9 @@ def check_weights(name: str, w, size: int | None = None):
             raise ValueError(f"{name}: weights must be >= 0, got a minimum of {values.min():.3g}")
         if abs(values.sum() - 1.0) > _MASS_TOL:
             raise ValueError(f"{name}: weights must sum to 1, got {values.sum():.17g}")
-    return w
+        return w
+    good = jnp.all(jnp.isfinite(w)) & (jnp.min(w) >= 0) & (jnp.abs(jnp.sum(w) - 1.0) <= _MASS_TOL)
+    return _at_run_time(w, ~good, f"{name}: weights must be finite, >= 0 and sum to 1")
 
 
 def check_cost(cost, n: int, m: int):
@@ -45,7 +56,8 @@ def check_cost(cost, n: int, m: int):
         bad = ~np.isfinite(np.asarray(cost))
         if bad.any():
             raise ValueError(f"cost: {int(bad.sum())} non-finite entries (NaN or inf)")
-    return cost
+        return cost
+    return _at_run_time(cost, ~jnp.all(jnp.isfinite(cost)), "cost: non-finite entries (NaN or inf)")
 
 
 def check_eps(eps):
@@ -59,7 +71,9 @@ def check_eps(eps):
             "(for several ε, call once per ε or jax.vmap over it)"
         )
     check_float64("eps", eps)
-    return eps
+    if jnp.ndim(eps) != 0:
+        raise ValueError(f"eps must be one number, got an array of shape {jnp.shape(eps)}")
+    return _at_run_time(eps, ~(jnp.isfinite(eps) & (eps > 0)), "eps must be finite and > 0")
 
 
 def check_eps_for_cost(eps, cost):
@@ -105,7 +119,10 @@ def check_init(init, a, b):
     for name, p in (("u", u), ("v", v)):
         if _concrete(p) and not np.all(np.isfinite(np.asarray(p))):
             raise ValueError(f"init: the potential {name} holds NaN or inf; expected {expected}")
-    return u, v
+    # (u + c, v − c) is the same plan: centred, u + v − c loses no digits to a large shift
+    # (KL from (1e10, 0) stopped at max_iters=100000 with an L1 error of 3e-6)
+    shift = jnp.mean(u)
+    return u - shift, v + shift
 
 
 def check_schedule(eps_schedule, eps) -> list:

@@ -219,7 +219,7 @@ def particle_flow(
         if warm.failure is not None:
             t, reached, iterations = warm.failure
             raise SinkhornNotConverged(
-                _message(div.name, f"{float(eps):g}", tol, max_iters, reached)
+                _message(div.name, f"{float(eps):g}", tol, max_iters, reached, schedule=False)
                 + f" (at flow time t={t:.6g})",
                 float(eps),
                 div.name,

@@ -125,12 +125,18 @@ def _certify(div, a, b, cost, eps, u, v, iterations):
     )
 
 
-def _message(name, eps, tol, max_iters, error=None):
+def _message(name, eps, tol, max_iters, error=None, schedule=True):
+    """`schedule`: whether the caller takes `eps_schedule` (`particle_flow` does not)."""
     reached = "above tol" if error is None else f"{error:.3g} > tol={tol:g}"
     return (
         f"sinkhorn did not converge: divergence={name!r}, eps={eps}, marginal error {reached} "
-        f"after max_iters={max_iters} iterations; raise max_iters, use a larger eps, or "
-        "pass eps_schedule (decreasing eps values, each warm-starting the next)"
+        f"after max_iters={max_iters} iterations; raise max_iters"
+        + (
+            ", use a larger eps, or pass eps_schedule (decreasing eps values, each "
+            "warm-starting the next)"
+            if schedule
+            else " or use a larger eps"
+        )
     )
 
 

@@ -133,6 +133,12 @@ def test_existing_folder_is_refused(finished, capsys):
         (["--task", "binary"], "--task binary needs two --classes, got 10"),
         (["--flows", "gradient,exact"], "--flows: unknown exact"),
         (["--t1", "1"], "--t1 (1) must be at least 10 steps of the largest --etas"),
+        # saved t = 0 alone: no flow solved, and S(0) reported as "stayed below 2/η"
+        (
+            ["--sharpness-every", "6"],
+            "--sharpness-every 6 leaves 1 save(s) after t = 0 in the 10 GD steps of --etas "
+            "0.8: at most 5",
+        ),
         (["--rtol", "0"], "--rtol"),
         (
             ["--data", "random", "--classes", "0,1", "--loss", "cross_entropy"],

@@ -143,6 +143,8 @@ def test_an_excursion_open_at_the_horizon_is_followed_past_it():
         ({"eta": 0.1, "k": 4}, ValueError, "k must be <= p"),
         ({"eta": 0.1, "t1": "1"}, ValueError, "t1 must be a number, got '1'"),  # was TypeError
         ({"eta": 0.1, "every": 0}, ValueError, "every must be an integer >= 1, got 0"),
+        # saved t = 0 alone: no flow was solved, and no edge could be seen
+        ({"eta": 0.1, "every": 10**4}, ValueError, r"^every=10000 leaves 0 save\(s\) after t = 0"),
         # found only after GD and the other flows had run; 'x' as a TypeError there
         (
             {"eta": 0.1, "central_max_steps": -1},

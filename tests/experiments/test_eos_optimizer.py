@@ -6,6 +6,7 @@ import json
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
@@ -110,9 +111,23 @@ def test_optimizer_figure_names_the_problem_and_draws_the_loss_from_t_0():
     config = {"model": "mlp [4]", "data": "digits 0-9, 20 train", "loss": "mse"}
     fig = optimizer_figure({"eta": 0.5, "optimizer": o}, a, config)
     title = fig._suptitle.get_text()
-    assert title.startswith("rmsprop at η = 0.5: at its limit from step 2")
+    assert title.startswith("rmsprop at η = 0.5: reached its limit at step 2, then median ×1.010")
     assert title.endswith("\nmlp [4]; digits 0-9, 20 train; loss: ½ × mean squared error")
     ax_l = fig.axes[1]
     (line,) = [ln for ln in ax_l.get_lines() if ln.get_label() == "rmsprop"]
     np.testing.assert_array_equal(line.get_xdata(), [0.0, 0.5, 1.0])  # was from t = 0.5
     np.testing.assert_array_equal(line.get_ydata(), [1.0, 0.9, 0.8])  # GD's loss at t = 0
+
+
+def test_an_optimizer_that_diverges_by_the_rule_is_recorded_diverged_and_cut_there():
+    # momentum at η = 3 on the eos MLP ended at a loss of 7.8e38 recorded as diverged: None,
+    # "at its limit from step 2 (median ×0.789)": the rule's DivergenceWarning was not read
+    from experiments.eos._optimizer import optimizer_run
+
+    loss = lambda w: 0.5 * jnp.sum(jnp.array([1.0, 0.3]) * w**2)  # noqa: E731
+    s = {"optimizer": "momentum", "beta": 0.9, "t1": 250.0, "sharpness_every": 2}
+    record, arrays = optimizer_run(loss, jnp.ones(2), s={**s, "beta2": None, "eps": 1e-8}, eta=5.0)
+    assert record["diverged"].startswith("the optimizer diverges: the loss rose from 0.65 to")
+    # the saves before the excursion (step 4: 3961 = 6e3 × L(0)) are kept, none after
+    np.testing.assert_array_equal(arrays["t_opt"], [10.0])
+    assert record["loss_final"] == pytest.approx(float(arrays["loss_opt"][-1]))

@@ -57,3 +57,15 @@ def test_one_variant_figures_keep_their_texts_inside_and_draw_no_empty_panel():
          "discrete runs' counts follow the flow's only where they track it (R1)"),
     ):  # fmt: skip
         assert _outside(_plots._per_variant(panels, key, ylabel, title, log=key == "gap")) == []
+
+
+def test_the_portraits_title_says_so_when_altgd_leaves_the_plot():
+    # at --eta 3 AltGD reached r = 6.8e83 under the title "AltGD stays bounded"
+    grid = np.stack(np.meshgrid(np.linspace(-2, 2, 5), np.linspace(-2, 2, 5)), -1)
+    orbit = np.stack([np.cos(np.linspace(0, 3, 20)), np.sin(np.linspace(0, 3, 20))], -1)
+    d = {"grid": grid, "field": grid[..., ::-1] * [1, -1], "orbit": orbit, "simgd": orbit}
+    title = _plots.draw_portraits([("wgan", {**d, "altgd": orbit})])._suptitle.get_text()
+    assert "AltGD stays bounded" in title
+    away = orbit * np.geomspace(1.0, 1e3, 20)[:, None]  # from radius 1 out to 1e3
+    title = _plots.draw_portraits([("wgan", {**d, "altgd": away})])._suptitle.get_text()
+    assert "AltGD leaves the plot at this η" in title and "stays bounded" not in title

@@ -110,6 +110,8 @@ UNUSED = [
     (["--beta2", "0.9"], "--beta2 is not used by --optimizer gd"),
     # refused only by RMSProp's central flow, inside each task after the rest had run
     (["--optimizer", "rmsprop", "--beta2", "0"], "--beta2 must lie in (0, 1) for --optimizer"),
+    # was "--beta2 must lie in [0, 1), got 1.0", and then 0 was refused as outside (0, 1)
+    (["--optimizer", "rmsprop", "--beta2", "1"], "--beta2 must lie in (0, 1) for --optimizer"),
 ]
 
 

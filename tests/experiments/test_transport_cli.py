@@ -105,6 +105,9 @@ def test_a_grid_where_no_cell_converged_is_drawn(log_y):
         "no (f, ε) cell converged: no values to draw"
     ]
     assert fig.axes[0].get_yscale() == "linear"
+    # no y values on an axis of no data (it ran from −0.04 to 0.05), and no claimed trend
+    assert list(fig.axes[0].get_yticks()) == []
+    assert fig._suptitle.get_text() == "iterations against ε: no (f, ε) cell converged"
 
 
 @pytest.mark.parametrize("failed", [False, True])

@@ -146,3 +146,12 @@ def test_max_steps_advice_never_points_at_the_solver_in_use():
             chunks=1,
         )
     assert "use solver='auto', 'exprb32' or 'kvaerno5'" in str(info.value)
+
+
+def test_a_finite_time_blow_up_caught_before_the_norm_grows_is_called_one():
+    # θ' = 2θ·exp(θ²) from θ = 1 blows up at t ≈ 0.055: the step size collapsed at ‖θ‖ = 4.9
+    # (under 10× its start) with ‖dθ/dt‖ = 1.1e11, and the message said "the state stayed
+    # bounded, so this is not a blow-up".
+    with pytest.raises(FloatingPointError, match=r"^the trajectory is blowing up: .* t=0\.05") as e:
+        flows.gradient_flow(lambda w: -jnp.sum(jnp.exp(w**2)), jnp.ones(1), 1.0, solver="tsit5")
+    assert "not a blow-up" not in str(e.value) and "finite-time blow-up" in str(e.value)

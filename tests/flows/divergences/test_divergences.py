@@ -111,6 +111,22 @@ def test_lambertw_refuses_concrete_z_below_the_branch_point_and_is_nan_there_whe
     assert np.isnan(np.asarray(jax.jit(D.lambertw)(z))).any()
 
 
+@pytest.mark.parametrize("z", ["x", 1j])
+def test_lambertw_refuses_what_is_not_real_numbers_naming_z(z):
+    # was "could not convert string to float: 'x'" / "float() argument must be ... complex"
+    with pytest.raises(TypeError, match=r"^z must be real numbers, got"):
+        D.lambertw(z)
+
+
+def test_gamma_refuses_float32_as_sinkhorn_does():
+    # a float32 h was cast: Γ came back 1.8e-9 (relative) from the float64 value, silently
+    h, w = jnp.array([0.1, -0.3, 0.5]), jnp.array([0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match=r"^h holds float32 arrays"):
+        D.gamma(h.astype(jnp.float32), w)
+    with pytest.raises(ValueError, match=r"^w holds float32 arrays"):
+        D.gamma(h, w.astype(jnp.float32))
+
+
 def test_wright_omega_matches_scipy_to_1e_14_without_overflow():
     x = np.concatenate([np.linspace(-700.0, 740.0, 1441), np.linspace(-5.0, 5.0, 201)])
     np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=1e-14, atol=0)

@@ -1,5 +1,7 @@
 """Bad input to flows.games: one clear error naming the argument (issue 39's list)."""
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -130,3 +132,40 @@ def test_the_dirac_gan_start_is_refused_naming_theta_or_psi(kwargs, says):
     # "could not convert string to float: 'a'", "None is not a valid value for jnp.array"
     with pytest.raises(ValueError, match=says):
         games.dirac_gan("gan", **kwargs)
+
+
+def test_spectra_at_a_non_finite_point_or_of_a_non_finite_loss_raise():
+    # jacobian_eigenvalues returned [nan+nanj, nan+nanj]; step_eigenvalues failed in numpy
+    # ("Array must not contain infs or NaNs")
+    loss, (gen, disc) = _dirac()
+    nan_gen = eqx.tree_at(lambda g: g.theta, gen, jnp.array([jnp.nan]))
+    with pytest.raises(ValueError, match=r"^params: non-finite values"):
+        games.jacobian_eigenvalues(loss, (nan_gen, disc))
+    with pytest.raises(ValueError, match=r"^params: non-finite values"):
+        games.step_eigenvalues(loss, (nan_gen, disc), eta=0.1)
+    nan_loss = lambda g, d: loss(g, d) * jnp.nan  # noqa: E731
+    with pytest.raises(FloatingPointError, match=r"^the Jacobian of the game's field at params"):
+        games.jacobian_eigenvalues(nan_loss, (gen, disc))
+    with pytest.raises(FloatingPointError, match=r"^the Jacobian of the game's field at params"):
+        games.step_eigenvalues(nan_loss, (gen, disc), eta=0.1)
+    # traced (an observable along a flow), the value is returned, as before
+    assert jax.jit(lambda g: games.jacobian_eigenvalues(loss, (g, disc)))(gen).shape == (2,)
+
+
+def test_players_whose_shapes_do_not_fit_the_data_are_named():
+    # were "Incompatible shapes for broadcasting: shapes=[(16,), (16, 2)]" and "dot_general
+    # requires contracting dimensions to have the same shape"
+    rng = np.random.default_rng(0)
+    loss = games.gan_loss(rng.normal(size=(16, 2)), rng.normal(size=(16, 1)), "gan")
+    key = jax.random.PRNGKey(0)
+    gen = eqx.nn.MLP(1, 2, 4, 1, key=key)
+    cases = [
+        ((gen, eqx.nn.MLP(2, 2, 4, 1, key=key)), r"the discriminator must return one number"),
+        ((eqx.nn.MLP(1, 3, 4, 1, key=key), eqx.nn.MLP(3, "scalar", 4, 1, key=key)),
+         r"the generator returns samples of shape \(3,\), the real samples are \(2,\)"),
+        ((eqx.nn.MLP(2, 2, 4, 1, key=key), eqx.nn.MLP(2, "scalar", 4, 1, key=key)),
+         r"the generator fails on latent samples of shape \(1,\)"),
+    ]  # fmt: skip
+    for pair, says in cases:
+        with pytest.raises(TypeError, match=r"^loss: " + says):
+            games.gda_flow(loss, pair, 1.0)

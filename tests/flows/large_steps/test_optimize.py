@@ -137,6 +137,13 @@ def test_state_observables_see_the_optimizer_state_after_each_step():
         ({"schedule": lambda k: 0.1 - 0.01 * k}, ValueError, r"schedule .* got 0.0 at step 10"),
         ({"schedule": lambda k: jnp.where(k == 3, jnp.nan, 0.1)}, ValueError, "nan at step 3"),
         ({"schedule": 0.1}, TypeError, "schedule must be a function of the step"),
+        # said only "schedule fails on the steps (TracerBoolConversionError: ...)"
+        (
+            {"schedule": lambda k: 0.1 if k < 5 else 0.05},
+            ValueError,
+            r"TracerBoolConversionError.*: write it with jnp operations \(jnp.where, not if",
+        ),
+        ({"schedule": lambda k: [0.1, 0.05][k]}, ValueError, r"Tracer.*not a list\)$"),
         ({"state_observables": {"x": 3}}, TypeError, r"state_observables\['x'\]"),
         ({"eta": -0.1}, ValueError, "eta must be finite and > 0"),
     ],
@@ -227,3 +234,16 @@ def test_a_non_finite_iterate_between_saves_is_located_at_its_step_with_the_loss
         "(the loss was 0.5 at step 0); reduce eta (got 0.1) or check the optimizer's"
     )
     np.testing.assert_array_equal(e.value.partial.loss, [0.5])
+
+
+def test_the_divergence_rule_measures_from_the_loss_at_params0_without_a_save_there():
+    # with saves from step 10 on, the rule took the loss there as L(0): the warning said
+    # "rose from 1662.63", and a loss non-finite at params0 was blamed on eta
+    loss = lambda w: 0.5 * jnp.sum(jnp.array([1.0, 0.3]) * w**2)  # noqa: E731
+    sgd = optax.sgd(2.5)  # |1 − 2.5λ₁| = 1.5: the loss grows 2.25× per step
+    with pytest.warns(flows.DivergenceWarning, match=r"the loss rose from 0.65 to 1662.63 by step"):
+        optimize(loss, jnp.ones(2), 60.0, optimizer=sgd, eta=2.5, ts=[25.0, 50.0])
+    with pytest.raises(FloatingPointError, match=r"^the loss is -inf at the start, t=0, before"):
+        optimize(
+            lambda w: jnp.log(w[0] - 1.0), jnp.ones(2), 60.0, optimizer=sgd, eta=2.5, ts=[25.0]
+        )

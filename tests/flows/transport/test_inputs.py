@@ -1,5 +1,7 @@
 """Bad input to the transport functions that failed deep inside: one line naming it."""
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -82,3 +84,27 @@ def test_eps_below_the_float64_resolution_of_the_cost_is_refused(eps):
         sinkhorn(A, B, COST34, eps, "chi2")
     # a zero cost puts no bound on ε
     assert float(sinkhorn(A, B, jnp.zeros((3, 4)), 1e-300).marginal_error.sum()) <= 1e-12
+
+
+@pytest.mark.parametrize(
+    "solve, says",
+    [
+        # ε = −1 under vmap (or jit) returned a plan whose gap and marginal errors were 1e-16
+        (lambda e: sinkhorn(A, B, COST34, e), r"eps must be finite and > 0 \(checked at run time"),
+        # a NaN cost and weights summing to 2 ran all max_iters iterations, then "did not
+        # converge"
+        (lambda e: sinkhorn(A, B, COST34 * (e / e - jnp.nan), 0.1), r"cost: non-finite entries"),
+        (lambda e: sinkhorn(A * (e + 0.5) * 2, B, COST34, 0.1), r"a: weights must be finite, >= 0"),
+    ],
+)
+def test_traced_arguments_are_checked_when_the_solve_runs(solve, says):
+    with pytest.raises(eqx.EquinoxRuntimeError, match=says):
+        jax.vmap(solve)(jnp.array([0.5, -1.0]))
+
+
+def test_a_warm_start_shifted_by_a_constant_gives_the_cold_plan():
+    # (u + c, v − c) is the same plan; from c = 1e10, KL lost 1e-6 of u + v − c to the shift
+    # and stopped at max_iters with an L1 error of 3.2e-6
+    cold = sinkhorn(A, B, COST34, 0.1)
+    warm = sinkhorn(A, B, COST34, 0.1, init=(jnp.full(3, 1e10), jnp.zeros(4)), max_iters=200)
+    assert float(jnp.max(jnp.abs(warm.plan - cold.plan))) <= 1e-12

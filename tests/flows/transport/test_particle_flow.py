@@ -64,5 +64,8 @@ def test_bad_input_and_inner_non_convergence():
         particle_flow(x0.astype(np.float32), y, 1.0, eps=0.1)
     with pytest.raises(
         SinkhornNotConverged, match=r"divergence='js', eps=0.01, .* \(at flow time t="
-    ):
+    ) as info:
         particle_flow(x0, y, 2.0, eps=0.01, divergence="js", max_iters=2, ts=TS)
+    # it advised eps_schedule, which particle_flow does not take
+    assert "raise max_iters or use a larger eps (at" in str(info.value)
+    assert "eps_schedule" not in str(info.value)
