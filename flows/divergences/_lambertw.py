@@ -120,7 +120,8 @@ def wright_omega(x):
 
     **Returns:** ω(x), the array's shape (0 where eˣ underflows, x < −745; +∞ at x = +∞,
     where ω(x) ~ x; NaN only where x is NaN); tested against `scipy.special.wrightomega` to
-    1e-14 relative (2.0e-15 measured on [−745, 1e300]).
+    1e-14 relative. Measured on [−745, 1e300]: 2.4e-16 relative against Newton in 80-bit
+    arithmetic, 3.5e-15 against SciPy, whose own error that is (near x = −33).
 
     **Method:** one exp per entry and no log (the inner loop of Jeffreys' Sinkhorn): a start
     w₀ = e^s within 1e-4 of ω, whose log s is then known, with s = x − v, v a polynomial in x
@@ -151,7 +152,9 @@ def wright_omega(x):
     w = jnp.exp(s)
     # FSC: w ← w(1 + z(q − z)/((1 + w)(q − 2z))), z the residual, q = 2(1 + w)(1 + w + 2z/3)
     # (one division; w ≤ 1e18 keeps (1 + w)³ finite)
-    z = xc - w - s  # x − s is exact where s ≈ x (Sterbenz), and x − w where x ≥ 8
+    # the residual, its first difference exact (Sterbenz): x − w where x ≥ 8 (w ≈ x), else
+    # x − s (s ≈ x where ω is small; x − w there would round w away near x = −33)
+    z = jnp.where(high, (xc - w) - s, (xc - s) - w)
     a = 1.0 + w
     ah = a * (a + (2.0 / 3.0) * z)
     w = w + w * (z * (2.0 * ah - z) / (2.0 * a * (ah - z)))
