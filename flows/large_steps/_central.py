@@ -64,10 +64,11 @@ _MAX_EVENTS = 1000
 # 60 products per evaluation, warm-started from the top eigenvectors at the last save; on the
 # edge the field's own (`tracked`: the top k converged) tests its residual every _CHECK products.
 _TOL, _ITERS, _CHECK = 1e-10, 60, 4
-# The event's Lanczos seeks λ_(m+1) only to its sign where it is below 2/η·(1 − _MARGIN) by
-# more than its residual (`band_lanczos_top`'s `below`): far from the join only the event's
-# sign is read; within the margin, where its root is found, it is solved to _TOL as before.
-_MARGIN = 1e-3
+# The event's Lanczos seeks λ_(m+1) only to its sign where, converged to a relative residual
+# of _LOOSE, it is below 2/η·(1 − _MARGIN) by more than its residual (`band_lanczos_top`'s
+# `below`): far from the join only the event's sign is read; within the margin, where its
+# root is found, it is solved to _TOL as before.
+_MARGIN, _LOOSE = 1e-3, 1e-3
 _FAILED = []  # the last failed complementarity solve, (t, residual), read by central_flow
 # The products of each call, by its id: [field evaluations, Hessian-vector products,
 # third-derivative products, complementarity solves], added by one host callback per
@@ -128,7 +129,7 @@ class _CentralField(eqx.Module):
     def eig(self, w, U0, below=None):
         """The top k+1 eigenpairs of H(w) and the Hessian-vector products taken:
         (values (k+1,), vectors (k+1, p), products): Lanczos's, one for its scale and k+1
-        for the Rayleigh quotients (`top_eigenpairs`, `below` as there)."""
+        for the Rayleigh quotients (`top_eigenpairs`, `below` as there: the event's)."""
         top = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS,
                              below=below)  # fmt: skip
         return top.values, top.vectors, jnp.asarray(top.products + self.k + 2, jnp.int32)
@@ -216,7 +217,9 @@ class _CentralField(eqx.Module):
             return start
         # λ_(m+1) (what `join` reads) only to its sign far below 2/η; the m tracked pairs
         # (what `leave` reads) to _TOL
-        lam, U, hvps = self.eig(y, U0, (jnp.minimum(m, self.k), 2.0 / self.eta * (1 - _MARGIN)))
+        lam, U, hvps = self.eig(
+            y, U0, (jnp.minimum(m, self.k), 2.0 / self.eta * (1 - _MARGIN), _LOOSE)
+        )
         value = jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
         edge = (m > 0).astype(jnp.int32)
         self.tally(0, hvps, edge * self.thirds, edge)
