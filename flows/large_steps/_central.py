@@ -64,6 +64,11 @@ _MAX_EVENTS = 1000
 # 60 products per evaluation, warm-started from the top eigenvectors at the last save; on the
 # edge the field's own (`tracked`: the top k converged) tests its residual every _CHECK products.
 _TOL, _ITERS, _CHECK = 1e-10, 60, 4
+# The event's Lanczos seeks λ_(m+1) only to its sign where, converged to a relative residual
+# of _LOOSE, it is below 2/η·(1 − _MARGIN) by more than its residual (`band_lanczos_top`'s
+# `below`): far from the join only the event's sign is read; within the margin, where its
+# root is found, it is solved to _TOL as before.
+_MARGIN, _LOOSE = 1e-3, 1e-3
 _FAILED = []  # the last failed complementarity solve, (t, residual), read by central_flow
 # The products of each call, by its id: [field evaluations, Hessian-vector products,
 # third-derivative products, complementarity solves], added by one host callback per
@@ -121,11 +126,12 @@ class _CentralField(eqx.Module):
     def f(self):
         return flat_function(self.loss, self.spec, self.static)
 
-    def eig(self, w, U0):
+    def eig(self, w, U0, below=None):
         """The top k+1 eigenpairs of H(w) and the Hessian-vector products taken:
         (values (k+1,), vectors (k+1, p), products): Lanczos's, one for its scale and k+1
-        for the Rayleigh quotients (`top_eigenpairs`)."""
-        top = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS)
+        for the Rayleigh quotients (`top_eigenpairs`, `below` as there: the event's)."""
+        top = top_eigenpairs(self.f(), w, self.k + 1, U0, tol=_TOL, max_iters=_ITERS,
+                             below=below)  # fmt: skip
         return top.values, top.vectors, jnp.asarray(top.products + self.k + 2, jnp.int32)
 
     def tracked(self, w, U0):
@@ -209,7 +215,11 @@ class _CentralField(eqx.Module):
         m, U0, start = args
         if t is kwargs.get("t0"):
             return start
-        lam, U, hvps = self.eig(y, U0)
+        # λ_(m+1) (what `join` reads) only to its sign far below 2/η; the m tracked pairs
+        # (what `leave` reads) to _TOL
+        lam, U, hvps = self.eig(
+            y, U0, (jnp.minimum(m, self.k), 2.0 / self.eta * (1 - _MARGIN), _LOOSE)
+        )
         value = jnp.maximum(self.join(lam, m), self.leave(t, y, m, U0, (lam, U)))
         edge = (m > 0).astype(jnp.int32)
         self.tally(0, hvps, edge * self.thirds, edge)

@@ -82,7 +82,7 @@ class _RMSPropField(eqx.Module):
         w, nu = y[:p], y[p:]
         return w, nu, jnp.broadcast_to(jnp.sqrt(nu) + self.eps, (p,))
 
-    def eig(self, y, V0):
+    def eig(self, y, V0, below=None):
         """The top k+1 eigenpairs of P^{-1/2}HP^{-1/2} and the Hessian-vector products
         taken, as `_CentralField.eig`: (values (k+1,), vectors (k+1, len(y)) zero on the ν
         part, products)."""
@@ -90,7 +90,7 @@ class _RMSPropField(eqx.Module):
         root = jnp.sqrt(P)
         f = self.f()
         top = top_eigenpairs(lambda x: f(x / root), w * root, self.k + 1, V0[:, : w.shape[0]],
-                             tol=_TOL, max_iters=_ITERS)  # fmt: skip
+                             tol=_TOL, max_iters=_ITERS, below=below)  # fmt: skip
         V = jnp.zeros((self.k + 1, y.shape[0]), y.dtype).at[:, : w.shape[0]].set(top.vectors)
         return top.values, V, jnp.asarray(top.products + self.k + 2, jnp.int32)
 

@@ -60,7 +60,7 @@ def check_k(k, p: int) -> int:
 
 
 @eqx.filter_jit
-def _top(f, w, v0, k, m_max, tol):
+def _top(f, w, v0, k, m_max, tol, below=None):
     # Lanczos on constants (so that reverse mode never meets its while_loop), then one
     # Hessian-vector product per pair, differentiable: λ = vᵀH(w)v with v held fixed has
     # derivative vᵀ(∂H)v, the derivative of a simple eigenvalue (Hellmann–Feynman), in both
@@ -76,7 +76,11 @@ def _top(f, w, v0, k, m_max, tol):
     # 1e200 18% low
     scale = jnp.max(jnp.abs(hvp(f0, w0, V0[0])))
     scale = jnp.where(jnp.isfinite(scale) & (scale > 0), scale, 1.0)
-    _, vectors, n, _ = band_lanczos_top(lambda v: hvp(f0, w0, v) / scale, V0, k, m_max, tol, _KEY)
+    if below is not None:  # (i, level, loose), level in H's units, sought on H/c
+        below = (below[0], below[1] / scale, below[2])
+    _, vectors, n, _ = band_lanczos_top(
+        lambda v: hvp(f0, w0, v) / scale, V0, k, m_max, tol, _KEY, below=below
+    )
     Hv = jax.vmap(lambda v: hvp(f, w, v))(vectors)
     values = jnp.sum(vectors * Hv, axis=1)
     misfit = jax.lax.stop_gradient(Hv - values[:, None] * vectors) / scale
@@ -84,10 +88,13 @@ def _top(f, w, v0, k, m_max, tol):
     return Sharpness(values, residuals, vectors, n)
 
 
-def top_eigenpairs(f, w, k: int, v0=None, *, tol=TOL, max_iters=MAX_ITERS) -> Sharpness:
+def top_eigenpairs(f, w, k: int, v0=None, *, tol=TOL, max_iters=MAX_ITERS, below=None) -> Sharpness:
     """The k largest eigenpairs of the Hessian of the flat loss `f` at `w`, by band Lanczos
     with block size k from `v0` (`None`, `(p,)` or `(b, p)`: warm-start rows, each mixed with
-    a pseudo-random part); jit-compatible (also inside a vector field or an observable)."""
+    a pseudo-random part); jit-compatible (also inside a vector field or an observable).
+    `below` `(i, level, loose)`: only whether eigenvalue i (from 0) is below `level` is
+    sought where it is certainly below (`band_lanczos_top`): its value then has the
+    residual's error, and the pairs after it are not sought."""
     p = w.shape[0]
     m_max = min(p, max(int(max_iters), k + 2))
     rows = max(k, 1 if v0 is None else int(np.size(v0)) // p)
@@ -101,10 +108,12 @@ def top_eigenpairs(f, w, k: int, v0=None, *, tol=TOL, max_iters=MAX_ITERS) -> Sh
         if v0 is not None:
             v0 = np.asarray(v0, np.float64).reshape(-1, p)
             start[: len(v0)] = v0
-    return _top(f, w, start, k, m_max, jnp.asarray(tol, w.dtype))
+    return _top(f, w, start, k, m_max, jnp.asarray(tol, w.dtype), below)
 
 
-def edge_eigenpairs(f, w, need: int, v0, scale, *, tol, max_iters, check_every: int = 4):
+def edge_eigenpairs(
+    f, w, need: int, v0, scale, *, tol, max_iters, check_every: int = 4, mix=False, below=None
+):
     """`(values (b,), vectors (b, p), products)`: the b largest eigenpairs of the Hessian of
     the flat loss `f` at `w`, b the rows of `v0` `(b, p)`, where they are known to be near
     `scale` (the central flow's 2/η) and `v0` (nonzero rows) near their eigenvectors: band
@@ -114,12 +123,16 @@ def edge_eigenpairs(f, w, need: int, v0, scale, *, tol, max_iters, check_every: 
     eigenvector in the Krylov space, which separates the top `need` from it where their gap
     closes); the values are Ritz values (Rayleigh quotients of the vectors to round-off: no
     products of their own, and none to find a scale). Not differentiable; inside a program
-    only (the central flow's field and its Euler baseline)."""
+    only (the central flow's field and its Euler baseline). With `mix`, each row mixed with a
+    pseudo-random part (`start_block`), as `top_eigenpairs`; `below` `(i, level)` as there
+    (level in H's units)."""
     b, p = v0.shape
     m_max = min(p, max(int(max_iters), b + 1))
-    V0 = start_block(v0, _KEY, mix=False)
+    V0 = start_block(v0, _KEY, mix=mix)
+    if below is not None:
+        below = (below[0], below[1] / scale, below[2])
     theta, vectors, n, _ = band_lanczos_top(
-        lambda v: hvp(f, w, v) / scale, V0, b, m_max, tol, _KEY, check_every, need
+        lambda v: hvp(f, w, v) / scale, V0, b, m_max, tol, _KEY, check_every, need, below
     )
     return theta * scale, vectors, n
 
