@@ -124,8 +124,8 @@ def edge_eigenpairs(
     closes); the values are Ritz values (Rayleigh quotients of the vectors to round-off: no
     products of their own, and none to find a scale). Not differentiable; inside a program
     only (the central flow's field and its Euler baseline). With `mix`, each row mixed with a
-    pseudo-random part (`start_block`), as `top_eigenpairs`; `below` `(i, level)` as there
-    (level in H's units)."""
+    pseudo-random part (`start_block`), as `top_eigenpairs`; `below` `(i, level, loose)` as
+    there (level in H's units)."""
     b, p = v0.shape
     m_max = min(p, max(int(max_iters), b + 1))
     V0 = start_block(v0, _KEY, mix=mix)
