@@ -376,6 +376,12 @@ def central_euler_peer() -> str:
                 f"{c['rkc_cold_cpu_s']:.1f} s of CPU against Euler's "
                 f"{c['euler_cold_cpu_s']:.1f} s there, ratio {c['ratio_cold_cpu']:.2f} "
                 f"(load {c['load_start'][0]:.1f}).")  # fmt: skip
+    if "rkc_uncounted" in d:
+        u = d["rkc_uncounted"]
+        same = "the same" if u["same_steps"] and u["same_final_loss"] else "NOT the same"
+        out += (f" Without the count callbacks (`count=False`; {same} steps and final loss), "
+                f"RKC at rtol {_short(u['rtol'])} warm: {u['warm_cpu_s']:.1f} s of CPU, "
+                f"{u['ratio_warm_cpu']:.2f} of Euler's.")  # fmt: skip
     return out
 
 
