@@ -127,15 +127,17 @@ def test_gamma_refuses_float32_as_sinkhorn_does():
         D.gamma(h, w.astype(jnp.float32))
 
 
-def test_wright_omega_matches_scipy_to_1e_14_without_overflow():
+def test_wright_omega_matches_scipy_to_5e_14_without_overflow():
+    # 3.3e-15 measured at most (SciPy's own error near x = −33; below): a 15× margin
     x = np.concatenate([np.linspace(-700.0, 740.0, 1441), np.linspace(-5.0, 5.0, 201)])
-    np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=5e-14, atol=0)
 
 
-def test_wright_omega_matches_scipy_to_1e_14_across_its_regions():
+def test_wright_omega_matches_scipy_to_5e_14_across_its_regions():
     # the start changes form at −9.25 (eˣ | polynomial), 8 (polynomial | asymptotic series) and
     # 1e18 (ω = x); one FSC step from each: 3.3e-15 measured, at x = −33.2, where it is SciPy's
-    # error (below); 1.6e-15 above −20. Subnormal ω flushes to 0 (XLA), SciPy's does not
+    # error (below; the series test holds ours there to 4e-15); 1.6e-15 above −20: 5e-14 is a
+    # 15× margin. Subnormal ω flushes to 0 (XLA), SciPy's does not
     edges = [-9.25, 8.0, 1e18]
     near = [b * (1.0 + np.linspace(-1e-3, 1e-3, 201)) for b in edges]
     near += [np.nextafter(b, -np.inf) for b in edges] + [np.nextafter(b, np.inf) for b in edges]
@@ -143,7 +145,7 @@ def test_wright_omega_matches_scipy_to_1e_14_across_its_regions():
         [np.linspace(-708.0, 740.0, 2001), np.linspace(-12.0, 40.0, 5201)]
         + [np.geomspace(1.0, 1e300, 601), np.hstack(near)]
     )
-    np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(D.wright_omega(x), sp.wrightomega(x).real, rtol=5e-14, atol=0)
     assert float(D.wright_omega(-746.0)) == 0.0 and np.isnan(float(D.wright_omega(np.nan)))
 
 
