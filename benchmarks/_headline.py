@@ -156,18 +156,15 @@ def rkc_peer_claims(peer: dict) -> list[dict]:
     rtol = f"{warm['rtol']:.0e}".replace("e-0", "e-")
     name = f"Euler central flow by RKC (rtol {rtol}), peer example"
     ratios = {"cold": cold["ratio_cold_cpu"], "warm": warm["ratio_warm_cpu"]}
-    claims = [
-        _script_claim(
-            name, unit, 1.0 / ratios[key], "python benchmarks/central_euler_peer.py", goal=PEER_GOAL
-        )  # fmt: skip
-        for key, unit in _COLD_WARM
-    ]
+    units = dict(_COLD_WARM)
     if "rkc_uncounted" in peer:  # the same solve without the count callbacks (count=False)
-        ratio = peer["rkc_uncounted"]["ratio_warm_cpu"]
-        command = "python benchmarks/central_euler_peer.py"
-        unit = "CPU time, warm, count=False"
-        claims.append(_script_claim(name, unit, 1.0 / ratio, command, goal=PEER_GOAL))
-    return claims
+        ratios["uncounted"] = peer["rkc_uncounted"]["ratio_warm_cpu"]
+        units["uncounted"] = "CPU time, warm, count=False"
+    command = "python benchmarks/central_euler_peer.py"
+    return [
+        _script_claim(name, units[key], 1.0 / ratio, command, goal=PEER_GOAL)
+        for key, ratio in ratios.items()
+    ]
 
 
 def peer_code_claims() -> list[dict]:

@@ -16,7 +16,7 @@ from flows.large_steps import (
 )
 from models import partition
 
-from ._cli import DEFAULTS, MAX_GD_STEPS, solve_settings_of
+from ._cli import DEFAULTS, MAX_GD_STEPS, MIN_SAVE_INTERVALS, solve_settings_of
 from ._gd import descend
 
 FLOWS = ("gradient_flow", "modified_flow", "central_flow")
@@ -114,10 +114,10 @@ def compare(
             f"t1={t1:g} is {steps:.3g} steps of eta={eta:g}, over {MAX_GD_STEPS} (every "
             "step of gradient descent is kept)"
         )
-    if steps // every < 2:  # one save, t = 0: no flow was solved, no edge could be seen
+    if steps // every < MIN_SAVE_INTERVALS:  # t = 0 alone: no flow solved, no edge seen
         raise ValueError(
             f"every={every} leaves {steps // every} save(s) after t = 0 in the {steps} steps "
-            f"of eta={eta:g}: at most {steps // 2}"
+            f"of eta={eta:g}: at most {steps // MIN_SAVE_INTERVALS}"
         )
     gd = descend(loss, params0, eta=eta, steps=steps,
                  report=lambda t, t1: report(t, t1, "gradient descent"))  # fmt: skip
