@@ -108,3 +108,13 @@ def test_a_warm_start_shifted_by_a_constant_gives_the_cold_plan():
     cold = sinkhorn(A, B, COST34, 0.1)
     warm = sinkhorn(A, B, COST34, 0.1, init=(jnp.full(3, 1e10), jnp.zeros(4)), max_iters=200)
     assert float(jnp.max(jnp.abs(warm.plan - cold.plan))) <= 1e-12
+
+
+def test_empty_bins_in_both_marginals_give_a_finite_plan():
+    # a zero weight's potential is free: past f′(∞) its (f*)′ is inf, and 0 · inf made NaN
+    # plan entries, primal and gap in a result returned as converged (reverse KL, JS,
+    # Hellinger, Neyman, triangular)
+    a, b = jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0])
+    result = sinkhorn(a, b, jnp.array([[0.0, 1.0], [1.0, 0.0]]), 0.1, "reverse_kl")
+    assert result.plan.tolist() == [[0.0, 1.0], [0.0, 0.0]]  # [[nan, 1], [0, 0]] before
+    assert float(result.primal) == 1.0 and float(result.gap) == 0.0
