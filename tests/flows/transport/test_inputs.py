@@ -86,6 +86,16 @@ def test_eps_below_the_float64_resolution_of_the_cost_is_refused(eps):
     assert float(sinkhorn(A, B, jnp.zeros((3, 4)), 1e-300).marginal_error.sum()) <= 1e-12
 
 
+def test_particle_flow_refuses_eps_below_the_resolution_of_the_start_cost():
+    # it ran the first solve, then "marginal error nan > tol" (eps=1e-18), "inf" (x0 1e9 away)
+    x0, y = jnp.array([[0.0, 0.0], [1.0, 0.0]]), jnp.array([[2.0, 2.0]])
+    says = (
+        r"^eps=1e-18 is too small for the start's cost ½\|x0_i − y_j\|² with entries in \[2.5, 4\]"
+    )
+    with pytest.raises(ValueError, match=says):
+        particle_flow(x0, y, 1.0, eps=1e-18)
+
+
 @pytest.mark.parametrize(
     "solve, says",
     [
