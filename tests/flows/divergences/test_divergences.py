@@ -111,11 +111,14 @@ def test_lambertw_refuses_concrete_z_below_the_branch_point_and_is_nan_there_whe
     assert np.isnan(np.asarray(jax.jit(D.lambertw)(z))).any()
 
 
-@pytest.mark.parametrize("z", ["x", 1j])
-def test_lambertw_refuses_what_is_not_real_numbers_naming_z(z):
-    # was "could not convert string to float: 'x'" / "float() argument must be ... complex"
+@pytest.mark.parametrize("z", ["x", 1j, np.array([1 + 2j]), jnp.array([1 + 2j])])
+def test_lambertw_and_wright_omega_refuse_what_is_not_real_numbers_naming_it(z):
+    # was "could not convert string to float: 'x'" / "float() argument must be ... complex";
+    # a complex array lost its imaginary part: lambertw([1 + 2j]) returned W(1) = [0.567]
     with pytest.raises(TypeError, match=r"^z must be real numbers, got"):
         D.lambertw(z)
+    with pytest.raises(TypeError, match=r"^x must be real numbers, got"):
+        D.wright_omega(z)
 
 
 def test_gamma_refuses_float32_as_sinkhorn_does():
