@@ -105,7 +105,8 @@ def dirac_period(r: float, objective: str = "gan") -> float:
     (scipy's QUADPACK) to 1e-13 relative. GAN: T(0⁺) = 4π, T(√2) = 14.238111828192 (the
     orbit through (1, 1)).
 
-    **Raises:** `ValueError` naming `r` (not a number ≥ 0) or `objective`.
+    **Raises:** `ValueError` naming `r` (not a number ≥ 0, or an orbit whose period exceeds
+    the float64 range, r ≳ 37.7 for the GAN) or `objective`.
 
     **Reference:** Mescheder, Geiger & Nowozin 2018, §2.2 (the orbits are closed)."""
     r = check_number("r", r)
@@ -116,5 +117,13 @@ def dirac_period(r: float, objective: str = "gan") -> float:
     def integrand(phi):
         return 1.0 / float(speed(jnp.asarray([0.5 * r**2 * math.sin(2 * phi)]))[0])
 
-    value, _ = scipy.integrate.quad(integrand, 0.0, 2 * math.pi, epsabs=0, epsrel=1e-13, limit=200)
+    try:
+        value, _ = scipy.integrate.quad(
+            integrand, 0.0, 2 * math.pi, epsabs=0, epsrel=1e-13, limit=200
+        )
+    except ZeroDivisionError:  # was that error, unexplained (r = 38 for the GAN)
+        raise ValueError(
+            f"r={r:g}: the rate a((r²/2) sin 2φ) underflows to 0 on the orbit, so the period "
+            "exceeds the float64 range (the GAN's T(r) = 2π(1 + I₀(r²/2)) does from r ≈ 37.7)"
+        ) from None
     return value

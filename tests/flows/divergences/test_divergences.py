@@ -325,3 +325,13 @@ def test_paired_methods_equal_the_single_ones(name):
         div.f_conj_value_grad_hess(t), (div.f_conj(t), div.f_conj_grad(t), div.f_conj_hess(t))
     ):
         np.testing.assert_allclose(got, single, rtol=1e-15)
+
+
+def test_kl_conjugate_differentiates_to_exp_below_minus_38():
+    # jax.grad of jnp.expm1 is expm1 + 1: 1.7e-4 off at s = −30, 0 below −38 (the f-GAN KL
+    # field and its Dirac-GAN period, which divides by it)
+    kl = D.get("kl")
+    for s in (-30.0, -40.0, -300.0):
+        assert float(jax.grad(kl.f_conj)(s)) == float(np.exp(s))
+    grad = jax.grad(lambda v: jnp.sum(D.get("js").f_conj(v)))(jnp.array([-50.0]))
+    assert abs(float(grad[0]) / float(D.get("js").f_conj_grad(-50.0)) - 1) <= 2e-14  # 1.8e-15
