@@ -1,6 +1,6 @@
-"""The `gradflows run` subprocesses that tests/experiments/test_interrupt.py and
-test_interrupt_resume.py interrupt, and the steps they share: wait for a file, Ctrl-C, look for
-half-written files."""
+"""The `gradflows run` runs that tests/experiments/test_interrupt.py (as subprocesses) and
+test_interrupt_resume.py (in its own process) interrupt, and the steps they share: wait for a
+file, Ctrl-C, look for half-written files."""
 
 import os
 import signal

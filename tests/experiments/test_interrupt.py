@@ -2,9 +2,10 @@
 
 SIGINT used to raise KeyboardInterrupt inside JAX/XLA work (exit 139, or an interrupt
 swallowed by a garbage-collection callback). Each experiment is interrupted at several points:
-before its folder exists, after its first finished unit (and resumed to the end: the longer
-half, tests/experiments/test_interrupt_resume.py, a file of its own so that pytest-xdist's
-`--dist loadfile` can run the halves on two workers), and twice in a row (stop at once).
+before its folder exists, after its first finished unit (and resumed to the end:
+tests/experiments/test_interrupt_resume.py, in the test's own process, a file of its own so
+that pytest-xdist's `--dist loadfile` can run the halves on two workers), and twice in a row
+(stop at once).
 """
 
 import json

@@ -23,10 +23,19 @@ BASE += ["--no-progress", "--workers", "0"]  # on Dask workers: tests/experiment
 # The shared run (`doubled`) takes the default solver, exprk4; the other runs check wiring with
 # Tsit5, which compiles in 29 s of CPU against exprk4's 39 s on a tiny run (measured).
 TINY = [*BASE, "--solver", "tsit5"]
-# The runs on small CSV tables (12 training rows of 3 features, the default solver): one shape,
-# so the second run reuses the first's compilation in this process.
-CSV_RUN = ["--n-train", "12", "--n-test", "0", "--width", "8", "--t1", "0.5", "--n-times", "8"]
-CSV_RUN += ["--alphas", "10", "--no-progress", "--workers", "0"]
+# The runs on small CSV tables: 18 rows of 64 features, BASE's 12 training and 6 held-out
+# rows, the default solver, as the shared run's digits: the same shapes, so they reuse its
+# compilation in this process (a table of 3 features compiled anew: 9.0 s against 3.2 s).
+CSV_FEATURES = 64
+CSV_RUN = [*BASE, "--alphas", "10"]
+
+
+def _csv(path, X, y) -> str:
+    header = ",".join([*(f"x{i}" for i in range(X.shape[1])), "target"])
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header=header, comments="")
+    return str(path)
+
+
 SCHEMA_RUN = {
     "alpha",
     "sup_weight_gap",
@@ -317,16 +326,15 @@ def test_an_existing_run_folder_is_not_reused_with_other_settings(doubled, capsy
 @pytest.mark.slow
 def test_resume_refuses_changed_data(tmp_path, capsys):
     rng = np.random.default_rng(0)
-    path = tmp_path / "d.csv"
-    X = rng.normal(size=(12, 3))  # every row in the run (12 training, no test rows)
+    X = rng.normal(size=(18, CSV_FEATURES))  # every row in the run (12 training, 6 held out)
     y = np.where(X[:, 0] > 0, 1, -1)
-    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,target", comments="")
+    path = _csv(tmp_path / "d.csv", X, y)
     folder = str(tmp_path / "run")
-    assert main(["run", "lazy", *CSV_RUN, "--data", str(path), "--out", folder]) == 0
+    assert main(["run", "lazy", *CSV_RUN, "--data", path, "--out", folder]) == 0
     X[0, 0] += 1.0
-    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,c,target", comments="")
+    _csv(path, X, y)
     capsys.readouterr()
-    assert main(["run", "lazy", "--data", str(path), "--resume", folder, "--no-progress"]) == 2
+    assert main(["run", "lazy", "--data", path, "--resume", folder, "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "data differ" in err[0]
 
@@ -393,12 +401,11 @@ def test_a_relu_net_filippov_cannot_integrate_is_a_usage_error(argv, named, tmp_
 
 @pytest.mark.slow
 def test_singular_ntk_reports_alpha_min_unavailable_and_keeps_every_part(tmp_path, capsys):
-    # every input twice: Σ is singular, C0 = 0, Theorem 2.4's alpha_min does not exist
+    # every input twice: Σ is singular, C0 = 0, Theorem 2.4's alpha_min does not exist (of 9
+    # pairs of equal rows, the 12 training rows hold 3 whole pairs at least)
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(6, 3))
-    rows = np.column_stack([np.vstack([X, X]), np.tile(rng.normal(size=6), 2)])
-    path = write(tmp_path / "twice.csv", "a,b,c,target\n" + "\n".join(
-        ",".join(f"{v:.17g}" for v in r) for r in rows) + "\n")  # fmt: skip
+    X = rng.normal(size=(9, CSV_FEATURES))
+    path = _csv(tmp_path / "twice.csv", np.vstack([X, X]), np.tile(rng.normal(size=9), 2))
     out = tmp_path / "run"
     code = cli("run", "lazy", "--data", path, *CSV_RUN, "--out", out)
     captured = capsys.readouterr()

@@ -227,11 +227,17 @@ def _digits(n=10, d=3):
 # abs from key 3: from key 0 it chattered on 1279 sliding entries near zero loss (17.9 s against
 # 1.2 s; 23 entries from key 3, drift 3.8e-10); relu from key 3 took 7.4 s, so it keeps key 0.
 # The drift through that chattering: test_filippov_last_bits.py (one ulp off key 0's data).
-@pytest.mark.parametrize("activation, seed", [("relu", 0), ("abs", 3), ("leaky_relu", 0)])
-def test_neuron_invariants_drift_at_most_10_rtol_to_t_1e4(activation, seed):
+# relu and leaky ReLU to t = 1,000: each takes its 35 events (9 sliding entries) before it, the
+# same as to t = 10⁴, and drifts 2.79e-9 and 2.85e-9 there (2.82e-9 and 2.88e-9 at t = 10⁴),
+# while the ~11,000 steps of the smooth tail to 10⁴ cost about 4 s each (load 4); a long run's
+# drift is checked on abs, 18,929 steps and 55 events to 10⁴ (12 of them after t = 1,000).
+@pytest.mark.parametrize(
+    "activation, seed, t1", [("relu", 0, 1e3), ("abs", 3, 1e4), ("leaky_relu", 0, 1e3)]
+)
+def test_neuron_invariants_drift_at_most_10_rtol_over_every_event(activation, seed, t1):
     X10, y10 = _digits()
     net = models.TwoLayerNet(3, 8, activation=activation, key=jax.random.PRNGKey(seed))
-    rtol, t1 = 1e-8, 1e4
+    rtol = 1e-8
     traj = flows.nonsmooth.filippov_flow(
         net,
         (X10, y10),
@@ -250,7 +256,8 @@ def test_neuron_invariants_drift_at_most_10_rtol_to_t_1e4(activation, seed):
     assert traj.stats["sliding_entries"] >= 1
     # A gradient flow, sliding included, never increases the loss.
     assert np.all(np.diff(traj.loss) <= 1e-12 * traj.loss[0])
-    assert traj.loss[-1] < 1e-3 * traj.loss[0]  # measured 7.9e-12, 5.3e-17, 8.6e-12 (from ~1)
+    # measured 1.5e-5 (t = 1,000), 5.3e-17 (t = 10⁴), 1.7e-5 (t = 1,000) of L(0) ~ 1
+    assert traj.loss[-1] < 1e-3 * traj.loss[0]
 
 
 # --- bad input -------------------------------------------------------------------------------
