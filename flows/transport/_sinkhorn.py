@@ -24,7 +24,8 @@ from ._inputs import (
     check_schedule,
     check_weights,
 )
-from ._loops import kl_loop, newton_loop
+from ._loops import c_transform, kl_loop, newton_loop
+from ._primal_dual import primal_dual_loop
 
 
 class SinkhornNotConverged(RuntimeError):
@@ -74,11 +75,12 @@ def _arguments(u, v, cost, eps):
 
 
 @eqx.filter_jit
-def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
+def _iterate(div, a, b, cost, eps, u, v, tol, max_iters, eps_from=None):
     """Iterate from (u, v) until the L1 marginal error of the plan is ≤ tol (one marginal is
     exact after each iteration: the columns for KL's Sinkhorn, the rows for the Newton
-    iterations), or max_iters iterations (KL: 2 max_iters). Returns (u, v, iterations,
-    error)."""
+    iterations), or max_iters iterations (KL: 2 max_iters). `eps_from`: the ε at which
+    (u, v) were solved (the previous stage of a schedule; default ε), whose plan starts the
+    primal–dual steps. Returns (u, v, iterations, error)."""
     if isinstance(div, KL):
         # Sinkhorn, fastest per iteration; where it stops at max_iters (small ε), Newton
         # steps take over for at most as many iterations again
@@ -88,7 +90,14 @@ def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
             lambda: _more(newton_loop(div, a, b, cost, eps, u, v, tol, max_iters), done),
             lambda: (u, v, done, error),
         )
-    return newton_loop(div, a, b, cost, eps, u, v, tol, max_iters)
+    eps_from = eps if eps_from is None else eps_from
+    # the plan of (u, v) at eps_from, made feasible there by the rows' c-transform
+    u = c_transform(div, v, cost, eps_from, b, u)
+    weights = a[:, None] * b[None, :]
+    s = (u[:, None] + v[None, :] - cost) / eps_from
+    ratio = jnp.where(weights > 0, div.f_conj_grad(s), 0.0)
+    u, v, steps = primal_dual_loop(div, a, b, cost, eps, u, v, ratio, tol, max_iters)
+    return _more(newton_loop(div, a, b, cost, eps, u, v, tol, max_iters - steps), steps)
 
 
 def _more(state, done):
@@ -213,10 +222,12 @@ def sinkhorn(
     # ε, tol and max_iters as arrays: Python numbers would be static to `filter_jit`, and
     # each new ε (every stage of a schedule) would compile the loop again
     limits = jnp.asarray(tol, dtype=float), jnp.asarray(max_iters)
+    previous = None
     for stage_eps in [*stages, eps]:
         stage_eps = jax.lax.stop_gradient(jnp.asarray(stage_eps, dtype=float))
-        u, v, done, error = _iterate(div, *held, stage_eps, u, v, *limits)
+        u, v, done, error = _iterate(div, *held, stage_eps, u, v, *limits, previous)
         iterations = iterations + done
+        previous = stage_eps
     result = _certify(div, a, b, cost, jnp.asarray(eps, dtype=float), u, v, iterations)
     concrete = not any(isinstance(x, jax.core.Tracer) for x in (error, eps))
     if concrete:
