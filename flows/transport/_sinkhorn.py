@@ -166,12 +166,15 @@ def sinkhorn(
 
     The c-transforms are u_i = −ε Γ_b((v − c_i·)/ε) and v_j = −ε Γ_a((u − c_·j)/ε) (see
     `flows.divergences.gamma`). KL alternates them (log-domain Sinkhorn) until ‖π1 − a‖₁ ≤
-    tol, the columns being exact after each pair. Every other f (and KL where Sinkhorn stops
-    at `max_iters`) takes damped Newton steps on the semi-dual v ↦ D(u(v), v), whose Hessian
-    system is solved by conjugate gradients, each kept when it raises the dual or lowers the
-    error and otherwise followed by a Sinkhorn pair, until ‖πᵀ1 − b‖₁ ≤ tol with exact rows:
-    the alternating scheme alone needs thousands of pairs at ε = 1e-2 for the f with
-    f′(∞) < ∞ (reverse KL, Neyman, Hellinger, JS, triangular).
+    tol, the columns being exact after each pair. Every other f takes primal–dual Newton
+    steps first, the plan's ratios π/(ab) being variables of their own (started from the plan
+    of the previous ε stage: no step on the dual alone can start from potentials that put
+    entries past the pole of (f*)′), then damped Newton steps on the semi-dual v ↦ D(u(v), v)
+    (as does KL where Sinkhorn stops at `max_iters`), each kept when it raises the dual or
+    lowers the error and otherwise followed by a Sinkhorn pair, until ‖πᵀ1 − b‖₁ ≤ tol with
+    exact rows; both solve their Newton systems by conjugate gradients. The alternating
+    scheme alone needs thousands of pairs at ε = 1e-2 for the f with f′(∞) < ∞ (reverse KL,
+    Neyman, Hellinger, JS, triangular).
     Works under `jit`, `vmap` and `grad`: differentiate `result.dual`, whose gradient in the
     cost is the plan (the envelope theorem), so that ∇_{x_i} OT = Σ_j π_ij ∇_x c(x_i, y_j).
 
@@ -181,8 +184,9 @@ def sinkhorn(
     - `eps`: ε > 0, the regularisation strength (units of the cost).
     - `divergence`: a name in `flows.divergences.DIVERGENCES` other than "tv", or a generator.
     - `tol`: the L1 marginal error to reach.
-    - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps) per ε stage; KL: as
-      many Sinkhorn pairs, then as many Newton iterations.
+    - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps, primal–dual and
+      dual together) per ε stage; KL: as many Sinkhorn pairs, then as many Newton
+      iterations.
     - `init`: a pair of finite potentials `(u (n,), v (m,))` to warm-start from (default
       zeros).
     - `eps_schedule`: ε-scaling: a sequence of strictly decreasing values above `eps`, each
@@ -203,8 +207,10 @@ def sinkhorn(
 
     **Reference:** Terjék & González-Sánchez, "Optimal transport with f-divergence
     regularization and generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337),
-    Alg. 1 and Thm 3; the Newton steps as in Brauer, Clason, Lorenz & Wirth, "A Sinkhorn–Newton
-    method for entropic optimal transport" (arXiv 1710.06635)."""
+    Alg. 1 and Thm 3; the dual Newton steps as in Brauer, Clason, Lorenz & Wirth, "A
+    Sinkhorn–Newton method for entropic optimal transport" (arXiv 1710.06635); the
+    primal–dual steps as in interior-point methods (Nocedal & Wright, Numerical
+    Optimization, 2nd ed., Sec. 19.1)."""
     div = get(divergence, legendre=True)
     a = check_weights("a", a)
     b = check_weights("b", b)
