@@ -42,6 +42,7 @@ def rmsprop_central(loss, params0, *, s: dict, eta: float, beta2: float, nu0, ts
 
     from flows import MaxStepsReached
     from flows.large_steps import EdgeLimitReached, central_flow
+    from flows.large_steps._central import StartAboveEdge
 
     from ._cli import solve_settings_of
 
@@ -56,9 +57,7 @@ def rmsprop_central(loss, params0, *, s: dict, eta: float, beta2: float, nu0, ts
     except (EdgeLimitReached, MaxStepsReached) as e:
         stopped = {"t": float(e.t), "reason": " ".join(str(e).split())}
         traj = e.partial
-    except ValueError as e:  # above the edge at t = 0: RMSProp starts with a catapult
-        if not str(e).startswith("params0: S(0)"):
-            raise
+    except StartAboveEdge as e:  # RMSProp starts with a catapult
         stopped, traj = {"t": 0.0, "reason": " ".join(str(e).split())}, None
     record = {"events": 0, "t_edge": None, "held": None, "stopped": stopped}
     empty = np.zeros(0)

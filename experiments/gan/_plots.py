@@ -84,7 +84,8 @@ def draw_portraits(panels):
 def _bounded(path) -> bool:
     """A discrete run that stays within 10 times its start's radius (the plot shows ±2 about
     a start at radius √2)."""
-    r = np.linalg.norm(np.asarray(path), axis=-1)
+    path = np.asarray(path)
+    r = np.hypot(path[..., 0], path[..., 1])  # norm overflowed (with a warning) past 1e154
     return len(r) == 0 or bool(np.all(r <= 10.0 * max(r[0], 1.0)))
 
 

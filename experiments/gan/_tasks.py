@@ -56,7 +56,9 @@ def _dirac_record(d: dict) -> dict:
     for key in ("simgd", "altgd"):
         path = d[key]
         record[f"{key}_steps"] = len(path) - 1
-        record[f"{key}_r_last"] = float(np.linalg.norm(path[-1])) if len(path) else None
+        # hypot, not norm: a map that diverged stops at entries near 1e156, whose squares
+        # overflow (--gamma 1e3 failed the run with "refusing to write ... (inf)")
+        record[f"{key}_r_last"] = float(np.hypot(*path[-1])) if len(path) else None
     return record
 
 

@@ -26,6 +26,20 @@ from ._lambertw import wright_omega
 _INF = jnp.inf
 
 
+@jax.custom_jvp
+def expm1(x):
+    """eˣ − 1 whose derivative is eˣ: JAX differentiates `jnp.expm1` as expm1(x) + 1, which
+    loses eˣ's digits below x ≈ −20 and is 0 below −38 (the f-GAN KL field, and
+    `games.dirac_period("kl", r)`, 12 % off at r = 8.5 and a ZeroDivisionError at r = 9)."""
+    return jnp.expm1(x)
+
+
+@expm1.defjvp
+def _expm1_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    return jnp.expm1(x), jnp.exp(x) * dx
+
+
 def _nonneg(t):
     """(0 ≤ t < ∞, t with the rest replaced by 1): the argument of f and where its formula
     holds. Every f grows without bound, so f(+∞) = +∞ like f(t < 0); the formulas gave
@@ -126,7 +140,7 @@ class KL(AbstractDivergence):
         return jnp.where(valid, xlogy(t, t) - t + 1.0, _INF)
 
     def f_conj(self, s):
-        return jnp.expm1(s)
+        return expm1(s)
 
     def f_conj_grad(self, s):
         return jnp.exp(s)
@@ -346,7 +360,7 @@ def _root_below_1(s):
 
 def _two_minus_exp(s):
     """2 − eˢ = −2 expm1(s − log 2), without the cancellation near s = log 2."""
-    return -2.0 * jnp.expm1(s - math.log(2.0))
+    return -2.0 * expm1(s - math.log(2.0))
 
 
 class Jeffreys(AbstractDivergence):

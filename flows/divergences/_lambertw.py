@@ -18,6 +18,25 @@ _OMEGA_DEGREE = 18  # the interpolant is within 8.3e-5 of ω on [_LOW, _HIGH] (m
 _LOG_DEGREE = 6  # log on the mantissa's [1, 2) to 1.7e-6 (measured)
 
 
+def _real(name: str, x):
+    """`x` as a float64 array, or a TypeError naming `name` for what is not real numbers: a
+    complex array lost its imaginary part with only NumPy's ComplexWarning (lambertw(1 + 2j)
+    returned W(1) = 0.567), a string failed with "could not convert string to float"."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None and not isinstance(x, jax.core.Tracer):
+        try:
+            dtype = np.asarray(x).dtype
+        except (TypeError, ValueError):
+            dtype = None
+    if dtype is None or not (
+        jnp.issubdtype(dtype, jnp.floating)
+        or jnp.issubdtype(dtype, jnp.integer)
+        or jnp.issubdtype(dtype, jnp.bool_)
+    ):
+        raise TypeError(f"{name} must be real numbers, got {type(x).__name__} {x!r:.60}")
+    return jnp.asarray(x, dtype=float)
+
+
 def _lambertw_start(z):
     """A start within ~30 % of W(z): the branch-point series near −1/e, log1p in the middle,
     the asymptotic L1 − L2 + L2/L1 for large z."""
@@ -47,17 +66,14 @@ def lambertw(z):
 
     **Reference:** Corless, Gonnet, Hare, Jeffrey & Knuth, "On the Lambert W function",
     Adv. Comput. Math. 5 (1996), Halley's iteration eq. 5.9."""
+    z = _real("z", z)
     if not isinstance(z, jax.core.Tracer):
-        try:
-            below = np.asarray(z, dtype=float) < -1.0 / np.e
-        except (TypeError, ValueError):  # was "could not convert string to float: 'x'"
-            raise TypeError(f"z must be real numbers, got {type(z).__name__} {z!r:.60}") from None
+        below = np.asarray(z) < -1.0 / np.e
         if np.any(below):
             raise ValueError(
                 f"z: W₀ is real only for z ≥ −1/e ≈ -0.3679, got {np.asarray(z)[below].flat[0]!r}"
                 " (inside jit/grad the value there is NaN)"
             )
-    z = jnp.asarray(z, dtype=float)
     valid = z >= -1.0 / jnp.e
     infinite = z == jnp.inf  # the start's log(log z)/log z was inf/inf = NaN
     zs = jnp.where(valid & ~infinite, z, 0.0)
@@ -137,7 +153,7 @@ def wright_omega(x):
     evaluation of the Wright ω function", ACM TOMS 38 (2012): regional starts, the asymptotic
     series and one FSC step; Fritsch, Shafer & Crowley, "Solution of the transcendental equation
     w e^w = x", Comm. ACM 16 (1973)."""
-    x = jnp.asarray(x, dtype=float)
+    x = _real("x", x)
     # x > 1e18: ω = x − log x + … rounds to x (log x/x < 4.2e-17); clamping there keeps the
     # powers of x below and in the FSC step finite; −∞ − (−∞) would be NaN below, ω(−1000) = 0
     xc = jnp.clip(x, -1000.0, 1e18)

@@ -79,13 +79,24 @@ def dirac_eigenvalues(
     if sigma and curvature is None:
         raise ValueError("sigma: instance noise's closed form is for 'gan', 'ns_gan', 'wgan'")
     if consensus:
-        centre, root = -consensus * a**2, 1j * a
-    elif sigma:
-        centre = curvature * sigma**2
-        root = np.sqrt(complex(centre**2 - a**2))
-    else:
-        centre, root = -gamma / 2, np.sqrt(complex(gamma**2 / 4 - a**2))
-    return np.array([centre + root, centre - root])
+        centre = -consensus * a**2
+        return np.array([centre + 1j * a, centre - 1j * a])
+    return _conjugate_pair(curvature * sigma**2 if sigma else -gamma / 2, a)
+
+
+def _conjugate_pair(centre: float, a: float) -> np.ndarray:
+    """The roots c ± √(c² − a²) of λ² − 2cλ + a² = 0, without cancellation or overflow: when
+    real, the one of larger size is c + sign(c)|c|√(1 − (a/c)²) and the other a² over it (their
+    product). As c ± √(c² − a²), γ = 1e8 (R1, a = ½) gave the slow root 0 for −2.5e-9, σ = 1e3
+    (instance noise) −5.00004e-7 for −5e-7, and γ = 1e160 an OverflowError."""
+    if abs(centre) <= a:
+        root = 1j * np.sqrt((a - centre) * (a + centre))
+        return np.array([centre + root, centre - root])
+    ratio = a / abs(centre)
+    large = centre + np.copysign(abs(centre) * np.sqrt((1 - ratio) * (1 + ratio)), centre)
+    small = a**2 / large
+    pair = [small, large] if centre < 0 else [large, small]
+    return np.array(pair, dtype=complex)
 
 
 def dirac_period(r: float, objective: str = "gan") -> float:
@@ -94,7 +105,8 @@ def dirac_period(r: float, objective: str = "gan") -> float:
     (scipy's QUADPACK) to 1e-13 relative. GAN: T(0⁺) = 4π, T(√2) = 14.238111828192 (the
     orbit through (1, 1)).
 
-    **Raises:** `ValueError` naming `r` (not a number ≥ 0) or `objective`.
+    **Raises:** `ValueError` naming `r` (not a number ≥ 0, or an orbit whose period exceeds
+    the float64 range, r ≳ 37.7 for the GAN) or `objective`.
 
     **Reference:** Mescheder, Geiger & Nowozin 2018, §2.2 (the orbits are closed)."""
     r = check_number("r", r)
@@ -105,5 +117,13 @@ def dirac_period(r: float, objective: str = "gan") -> float:
     def integrand(phi):
         return 1.0 / float(speed(jnp.asarray([0.5 * r**2 * math.sin(2 * phi)]))[0])
 
-    value, _ = scipy.integrate.quad(integrand, 0.0, 2 * math.pi, epsabs=0, epsrel=1e-13, limit=200)
+    try:
+        value, _ = scipy.integrate.quad(
+            integrand, 0.0, 2 * math.pi, epsabs=0, epsrel=1e-13, limit=200
+        )
+    except ZeroDivisionError:  # was that error, unexplained (r = 38 for the GAN)
+        raise ValueError(
+            f"r={r:g}: the rate a((r²/2) sin 2φ) underflows to 0 on the orbit, so the period "
+            "exceeds the float64 range (the GAN's T(r) = 2π(1 + I₀(r²/2)) does from r ≈ 37.7)"
+        ) from None
     return value

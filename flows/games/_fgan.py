@@ -12,9 +12,11 @@ import math
 
 import jax.numpy as jnp
 
+from ..divergences._generators import expm1
+
 
 def _minus_exp(v):
-    return -jnp.expm1(-v)  # 1 − e^{−v}, dom f* ⊆ (−∞, 1)
+    return -expm1(-v)  # 1 − e^{−v}, dom f* ⊆ (−∞, 1); its derivative e^{−v} to every digit
 
 
 #: name ↦ g_f (registry-normalised), elementwise on float64 arrays.

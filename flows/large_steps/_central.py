@@ -590,6 +590,13 @@ def central_flow(
         _COUNTS.pop(cid, None)
 
 
+class StartAboveEdge(ValueError):
+    """`params0` above the edge, λ_max(0) > 2/η: the optimizer is unstable from its first step
+    (a catapult the central flow does not describe). A `ValueError` naming `params0`, of its
+    own class so that a caller can tell it from bad input without reading the message (the
+    eos run matched "params0: S(0)", and failed once RMSProp's said λ_max(P⁻¹H)(0))."""
+
+
 class EdgeLimitReached(RuntimeError):
     """More eigenvalues reached 2/η than the central flow tracks (`k`). Attributes: `t` the
     flow time, `partial` the `Trajectory` up to the last save before it."""
@@ -622,10 +629,10 @@ def _start_phase(field, w, k, eta, partial):
     if excess[0] > EDGE_RTOL:
         # RMSProp's was named S(0) and "gradient descent" (_RMSPropField.edge_of)
         what, method = getattr(field, "edge_of", ("S", "gradient descent"))
-        raise ValueError(
+        raise StartAboveEdge(
             f"params0: {what}(0) = {float(lam[0]):.6g} > 2/eta = {2 / eta:.6g} (by "
-            f"{100 * excess[0]:.3g} %): the central flow starts below or on the edge of "
-            f"stability, and {method} at this eta is unstable from its first step "
+            f"{100 * excess[0]:.3g} %): the central flow needs a start below or on the edge "
+            f"of stability, and {method} at this eta is unstable from its first step "
             f"(a catapult the central flow does not describe); take eta <= {2 / float(lam[0]):.6g} "
             f"or start where {what} <= 2/eta"
         )

@@ -76,17 +76,18 @@ def check_eps(eps):
     return _at_run_time(eps, ~(jnp.isfinite(eps) & (eps > 0)), "eps must be finite and > 0")
 
 
-def check_eps_for_cost(eps, cost):
+def check_eps_for_cost(eps, cost, what: str = "a cost"):
     """A ValueError naming `eps` when max|c|/ε > 1e15 (values checked when concrete): the
     arguments (u + v − c)/ε are then uncertain by more than 0.2 from the cost's rounding alone
-    (and beyond 1e154 their squares overflow): the iterations ran to `max_iters`."""
+    (and beyond 1e154 their squares overflow): the iterations ran to `max_iters`. `what`
+    names the cost in the message."""
     if not (_concrete(eps) and _concrete(cost)):
         return
     top = float(np.max(np.abs(np.asarray(cost))))
     if top / _MAX_SCALE > float(eps):
         low, high = float(np.min(np.asarray(cost))), float(np.max(np.asarray(cost)))
         raise ValueError(
-            f"eps={float(eps):g} is too small for a cost with entries in [{low:g}, {high:g}]: "
+            f"eps={float(eps):g} is too small for {what} with entries in [{low:g}, {high:g}]: "
             f"max|cost|/eps > {_MAX_SCALE:g}, where one rounding of the cost moves "
             "(u + v - cost)/eps by more than 0.2 and no plan is resolved in float64; "
             f"the smallest usable eps is max|cost| x "

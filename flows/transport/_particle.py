@@ -16,7 +16,7 @@ from .._integrate import integrate
 from .._settings import SolveSettings, resolve_flow_inputs
 from .._solver._solvers import EXPLICIT
 from ..divergences import AbstractDivergence, get
-from ._inputs import check_eps, check_limits, check_weights
+from ._inputs import check_eps, check_eps_for_cost, check_limits, check_weights
 from ._sinkhorn import SinkhornNotConverged, _certify, _iterate, _message
 
 
@@ -170,8 +170,9 @@ def particle_flow(
     moves along the flow, and there the field is only Lipschitz).
 
     **Raises:** `ValueError` naming the argument (shapes, float32, non-finite positions,
-    weights, ε ≤ 0, tol not > 0, max_iters not a positive integer, the divergence, a stiff
-    solver); `SinkhornNotConverged` with the flow
+    weights, ε ≤ 0 or below the float64 resolution of the start's cost (max|c|/ε > 1e15),
+    tol not > 0, max_iters not a positive integer, the divergence, a stiff solver);
+    `SinkhornNotConverged` with the flow
     time when an inner solve stops above `tol`; the engine's `MaxStepsReached` and
     `FloatingPointError`.
 
@@ -194,6 +195,9 @@ def particle_flow(
     if b.shape != (m,):
         raise ValueError(f"b of shape {b.shape} does not match y of shape {y.shape}")
     eps = check_eps(eps)
+    # as `sinkhorn`, on the start's cost: eps=1e-18 (or x0 1e9 away) failed after the first
+    # solve with "marginal error nan" ("inf")
+    check_eps_for_cost(eps, _cost(x0, y), "the start's cost ½|x0_i − y_j|²")
     tol, max_iters = check_limits(tol, max_iters)
     settings_in = settings if settings is not None else SolveSettings(solver="tsit5")
     if settings is None and "solver" not in overrides:

@@ -117,7 +117,9 @@ def _certify(div, a, b, cost, eps, u, v, iterations):
     a0, b0, c0, e0 = (jax.lax.stop_gradient(x) for x in (a, b, cost, eps))
     s0 = jax.lax.stop_gradient(s)
     ratio = div.f_conj_grad(s0)
-    plan = weights * ratio
+    # a zero weight's potential is free, so (f*)′ may be inf there (past f′(∞)): 0 · inf
+    # was a NaN entry in a plan reported as converged (a = (1, 0), b = (0, 1), reverse KL)
+    plan = jnp.where(weights > 0, weights * ratio, 0.0)
     plan = jax.lax.stop_gradient(plan)
     penalty = jnp.where(a0[:, None] * b0[None, :] > 0, div.f(ratio), 0.0)
     primal = jnp.sum(c0 * plan) + e0 * jnp.sum(a0[:, None] * b0[None, :] * penalty)

@@ -131,3 +131,25 @@ def test_an_optimizer_that_diverges_by_the_rule_is_recorded_diverged_and_cut_the
     # the saves before the excursion (step 4: 3961 = 6e3 × L(0)) are kept, none after
     np.testing.assert_array_equal(arrays["t_opt"], [10.0])
     assert record["loss_final"] == pytest.approx(float(arrays["loss_opt"][-1]))
+
+
+def test_rmsprop_above_its_edge_at_the_start_is_recorded_with_no_central_flow(monkeypatch):
+    # the central flow's refusal was matched on its text "params0: S(0)": once RMSProp's
+    # named λ_max(P⁻¹H)(0), `--optimizer rmsprop --etas 0.05` on the default problem
+    # (172.6 > 2/η = 40) failed the run after its work with exit 2, where docs/eos.md says
+    # the figure says so and draws no flow
+    import flows.large_steps as large_steps
+    from experiments.eos._rmsprop_central import rmsprop_central
+    from flows.large_steps._central import StartAboveEdge
+
+    says = "params0: λ_max(P⁻¹H)(0) = 172.617 > 2/eta = 40 (by 332 %): ..."
+
+    def above(*args, **kwargs):
+        raise StartAboveEdge(says)
+
+    monkeypatch.setattr(large_steps, "central_flow", above)
+    s = {"t1": 0.2, "k": 1, "eps": 1e-8, "solver": "tsit5", "rtol": 1e-6, "atol": 1e-8}
+    record, arrays = rmsprop_central(None, None, s={**s, "max_steps": None}, eta=0.05,
+                                     beta2=0.99, nu0=None, ts=np.array([0.0]))  # fmt: skip
+    assert record["stopped"] == {"t": 0.0, "reason": says} and record["events"] == 0
+    assert arrays["t_cf_opt"].size == 0

@@ -73,3 +73,21 @@ def test_bad_options_get_one_line_naming_the_flag(tmp_path, capsys, argv, flag):
     assert _run("--out", str(tmp_path / "x"), *argv, "--workers", "0") == 2
     assert flag in one_line(capsys.readouterr().err)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_diverged_map_records_its_last_radius_without_overflow():
+    # --gamma 1e3: SimGD stopped at entries near 2e156, np.linalg.norm squared them to inf,
+    # and the run failed after its work with "refusing to write a non-finite number (inf)"
+    from experiments.gan._tasks import _dirac_record
+
+    orbit = np.array([[1.0, 1.0], [0.5, 0.5]])
+    last = np.array([[0.0, 0.0], [2.1e153, 2.1e156]])
+    d = {"orbit": orbit, "flow_steps": 10, "eigenvalues": np.array([-1.0, -2.0]),
+         "simgd": last, "altgd": last[:0]}  # fmt: skip
+    record = _dirac_record(d)
+    assert record["simgd_r_last"] == float(np.hypot(2.1e153, 2.1e156))
+    assert record["altgd_r_last"] is None and record["simgd_steps"] == 1
+    from experiments.gan._plots import _bounded
+
+    with np.errstate(over="raise"):  # the portraits' check warned "overflow encountered"
+        assert not _bounded(last)

@@ -140,3 +140,25 @@ def test_plan_eps_not_given_is_the_grid_value_nearest_0_01(grid, plan):
     assert settings(parser.parse_args(["--eps", grid]))["plan_eps"] == plan
     given = settings(parser.parse_args(["--eps", grid, "--plan-eps", grid.split(",")[0]]))
     assert given["plan_eps"] == float(grid.split(",")[0])
+
+
+def test_the_per_eps_titles_claim_only_what_the_cells_show():
+    # over --eps 1,0.5 every plan was dense under "χ² and triangular plans gain exact zeros
+    # as ε falls; the others stay dense"
+    from experiments.transport._plots import _iterations_title, _sparsity_title
+
+    def cells(chi2_fractions, iterations=(3, 5)):
+        cell = lambda n, z: {"converged": True, "iterations": n, "nonzero_fraction": z}  # noqa: E731
+        return {"cells": {
+            "kl": {"1": cell(iterations[0], 1.0), "0.5": cell(iterations[1], 1.0)},
+            "chi2": {"1": cell(2, chi2_fractions[0]), "0.5": cell(3, chi2_fractions[1])},
+        }}  # fmt: skip
+
+    config = {"divergences": ["kl", "chi2"]}
+    assert _sparsity_title(cells((1.0, 1.0)), config).startswith("Every plan is dense")
+    title = _sparsity_title(cells((0.9, 0.6)), config)
+    assert title == "chi2 plans gain exact zeros as ε falls; the others stay dense"
+    assert "have exact zeros" in _sparsity_title(cells((0.6, 0.9)), config)
+    assert _iterations_title(cells((1, 1)), config).startswith("Iterations grow as ε falls")
+    title = _iterations_title(cells((1, 1), iterations=(5, 3)), config)
+    assert title.startswith("Iterations to the tolerance against ε")

@@ -111,11 +111,14 @@ def test_lambertw_refuses_concrete_z_below_the_branch_point_and_is_nan_there_whe
     assert np.isnan(np.asarray(jax.jit(D.lambertw)(z))).any()
 
 
-@pytest.mark.parametrize("z", ["x", 1j])
-def test_lambertw_refuses_what_is_not_real_numbers_naming_z(z):
-    # was "could not convert string to float: 'x'" / "float() argument must be ... complex"
+@pytest.mark.parametrize("z", ["x", 1j, np.array([1 + 2j]), jnp.array([1 + 2j])])
+def test_lambertw_and_wright_omega_refuse_what_is_not_real_numbers_naming_it(z):
+    # was "could not convert string to float: 'x'" / "float() argument must be ... complex";
+    # a complex array lost its imaginary part: lambertw([1 + 2j]) returned W(1) = [0.567]
     with pytest.raises(TypeError, match=r"^z must be real numbers, got"):
         D.lambertw(z)
+    with pytest.raises(TypeError, match=r"^x must be real numbers, got"):
+        D.wright_omega(z)
 
 
 def test_gamma_refuses_float32_as_sinkhorn_does():
@@ -341,3 +344,13 @@ def test_primal_derivatives_match_autodiff_and_invert_the_conjugate(name):
     np.testing.assert_allclose(div.f_conj_grad(first), t, rtol=1e-9)
     np.testing.assert_allclose(div.f_conj_hess(first) * second, 1.0, rtol=1e-9)
     assert float(div.f_grad_hess(jnp.asarray(0.0))[0]) == div.f_prime_0
+
+
+def test_kl_conjugate_differentiates_to_exp_below_minus_38():
+    # jax.grad of jnp.expm1 is expm1 + 1: 1.7e-4 off at s = −30, 0 below −38 (the f-GAN KL
+    # field and its Dirac-GAN period, which divides by it)
+    kl = D.get("kl")
+    for s in (-30.0, -40.0, -300.0):
+        assert float(jax.grad(kl.f_conj)(s)) == float(np.exp(s))
+    grad = jax.grad(lambda v: jnp.sum(D.get("js").f_conj(v)))(jnp.array([-50.0]))
+    assert abs(float(grad[0]) / float(D.get("js").f_conj_grad(-50.0)) - 1) <= 2e-14  # 1.8e-15

@@ -21,6 +21,18 @@ def test_period_quadrature_matches_the_anchor():
     assert abs(games.dirac_period(1e-6) - 4 * math.pi) <= 1e-9
 
 
+def test_period_on_wide_orbits_against_bessel_i0():
+    # 1/a is 1 + e^x (GAN) and e^(1 − x) (f-GAN KL), x = (r²/2) sin 2φ: T = 2π(1 + I₀(r²/2))
+    # and 2πe I₀(r²/2). KL's rate was JAX's derivative of expm1, expm1 + 1, 0 below x = −38:
+    # 0.12 % off at r = 8, 12 % at r = 8.5, ZeroDivisionError at r = 9 (measured now 3e-15)
+    from scipy.special import i0
+
+    assert abs(games.dirac_period(8.5, "kl") / (2 * math.pi * math.e * i0(36.125)) - 1) <= 1e-12
+    assert abs(games.dirac_period(10.0) / (2 * math.pi * (1 + i0(50.0))) - 1) <= 1e-12
+    with pytest.raises(ValueError, match=r"^r=40: the rate .* underflows to 0 on the orbit"):
+        games.dirac_period(40.0)
+
+
 def test_gauss_conserves_the_radius_to_round_off_until_t_1000():
     """Gauss4 at rtol 1e-2 (any step size keeps quadratic invariants): measured drift 3.6e-14
     over 1,358 steps; the issue's bound 1e-13."""

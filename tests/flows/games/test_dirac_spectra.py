@@ -46,6 +46,14 @@ def test_r1_r2_eigenvalues(penalty, gamma):
     _close(games.dirac_eigenvalues(gamma=gamma), expected)
 
 
+@pytest.mark.parametrize("gamma", [1e8, 1e300])
+def test_r1_eigenvalues_at_large_gamma_keep_the_slow_root(gamma):
+    # −γ/2 + √(γ²/4 − ¼) cancelled: γ = 1e8 gave the slow root 0 (it is −¼/γ to 1e-16
+    # relative), γ = 1e300 an OverflowError
+    slow, fast = games.dirac_eigenvalues(gamma=gamma)
+    assert abs(slow / (-0.25 / gamma) - 1) <= 1e-12 and abs(fast / -gamma - 1) <= 1e-12
+
+
 @pytest.mark.parametrize("sigma", [0.5, 1.2, 2.5])  # complex pair, complex, real (σ² > 2)
 def test_instance_noise_eigenvalues_by_gauss_hermite(sigma):
     c = -0.25 * sigma**2

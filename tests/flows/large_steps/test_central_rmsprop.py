@@ -195,6 +195,16 @@ def test_bad_rmsprop_input_is_refused_naming_the_argument(kwargs, says):
         central_flow(quadratic, jnp.ones(2), 1.0, eta=ETA, **kwargs)
 
 
+def test_a_start_above_rmsprops_edge_raises_its_own_class():
+    # the eos run tells it from bad input by its class (its text changed once: S(0))
+    from flows.large_steps._central import StartAboveEdge
+
+    with pytest.raises(StartAboveEdge, match=r"^params0: λ_max\(P⁻¹H\)\(0\) = 100 > 2/eta"):
+        central_flow(
+            quadratic, jnp.ones(2), 1.0, eta=ETA, optimizer="scalar_rmsprop", nu0=1e-4, eps=0.0
+        )
+
+
 def test_rmsprop_from_nu0_takes_its_first_step_with_nu1_the_central_flows_nu_at_t0():
     # ν_1 = β2ν_0 + (1 − β2)g0⊙², θ_1 = θ_0 − ηg0/(√ν_1 + ε): the flow's ν(0) is this ν_1
     from flows.large_steps import rmsprop

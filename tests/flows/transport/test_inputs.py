@@ -86,6 +86,16 @@ def test_eps_below_the_float64_resolution_of_the_cost_is_refused(eps):
     assert float(sinkhorn(A, B, jnp.zeros((3, 4)), 1e-300).marginal_error.sum()) <= 1e-12
 
 
+def test_particle_flow_refuses_eps_below_the_resolution_of_the_start_cost():
+    # it ran the first solve, then "marginal error nan > tol" (eps=1e-18), "inf" (x0 1e9 away)
+    x0, y = jnp.array([[0.0, 0.0], [1.0, 0.0]]), jnp.array([[2.0, 2.0]])
+    says = (
+        r"^eps=1e-18 is too small for the start's cost ½\|x0_i − y_j\|² with entries in \[2.5, 4\]"
+    )
+    with pytest.raises(ValueError, match=says):
+        particle_flow(x0, y, 1.0, eps=1e-18)
+
+
 @pytest.mark.parametrize(
     "solve, says",
     [
@@ -108,3 +118,13 @@ def test_a_warm_start_shifted_by_a_constant_gives_the_cold_plan():
     cold = sinkhorn(A, B, COST34, 0.1)
     warm = sinkhorn(A, B, COST34, 0.1, init=(jnp.full(3, 1e10), jnp.zeros(4)), max_iters=200)
     assert float(jnp.max(jnp.abs(warm.plan - cold.plan))) <= 1e-12
+
+
+def test_empty_bins_in_both_marginals_give_a_finite_plan():
+    # a zero weight's potential is free: past f′(∞) its (f*)′ is inf, and 0 · inf made NaN
+    # plan entries, primal and gap in a result returned as converged (reverse KL, JS,
+    # Hellinger, Neyman, triangular)
+    a, b = jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0])
+    result = sinkhorn(a, b, jnp.array([[0.0, 1.0], [1.0, 0.0]]), 0.1, "reverse_kl")
+    assert result.plan.tolist() == [[0.0, 1.0], [0.0, 0.0]]  # [[nan, 1], [0, 0]] before
+    assert float(result.primal) == 1.0 and float(result.gap) == 0.0
