@@ -35,6 +35,12 @@ from ._loops import inverse_rows, schur_solve
 #: these steps cannot): on the 500 + 500 benchmark clouds at ε = 0.01 (ε-scaling from 1)
 #: the residual went at most 5 steps (Neyman χ²) without a new lowest.
 PATIENCE = 25
+#: The most a ratio may grow in one step. Past the pole (s ≥ f′(∞)) no ratio solves
+#: s = f′(r), and where f″ is small (large r) the linear step is huge: triangular on
+#: 1,000 + 1,000 points at ε = 0.01 ran to ratios of 1e110 in 9 steps without a cap; with
+#: it, 30 steps (44 in all on 500 + 500 against 58 uncapped, Neyman χ² 55 against 72; caps
+#: of 4 and 10 took 53 and 56, 1.5 took 33 at 1,000).
+GROWTH = 2.0
 
 
 def _linearised(div, a, b, cost, eps, u, v, ratio, first, second):
@@ -80,7 +86,7 @@ def primal_dual_loop(div, a, b, cost, eps, u, v, ratio, tol, max_iters):
         linear = ratio + (target - first) / jnp.where(grows, second, 1.0)
         pole = div.f_prime_inf
         dual = jnp.where(target < pole, div.f_conj_grad(jnp.where(target < pole, target, 0.0)), 0.0)
-        new = jnp.where(grows, linear, dual)
+        new = jnp.where(grows, jnp.minimum(linear, GROWTH * ratio), dual)
         u_new, v_new = u + eps * x, v + eps * y
         residual_new, first_new, second_new = measure(u_new, v_new, new)
         finite = jnp.isfinite(residual_new)
