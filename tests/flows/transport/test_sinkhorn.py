@@ -107,7 +107,7 @@ def test_certificates_below_1e_10_at_eps_1e_2_and_1e_3_with_eps_scaling(name):
     ≤ 1e-10 (measured ≤ 2.0e-11 and gap ≤ 5.2e-13; one compilation per f serves both ε, an
     argument). The solver's target is 2e-11: Neyman χ² at ε = 1e-3 has a round-off floor
     near 1e-11 (s = (u + v − c)/ε carries ~1e-13, amplified near the pole of (f*)′), where
-    a target of 1e-11 once stalled at 1.07e-11 (it takes 206 iterations now, 193 at 2e-11).
+    a target of 1e-11 once stalled at 1.07e-11 (it takes 190 iterations now, 182 at 2e-11).
     The 500 + 500 case at ε = 1e-2 runs in the benchmark (`benchmarks/_case_transport.py`)."""
     x, y = clouds(100, 0)
     cost = transport_cost(x, y)
