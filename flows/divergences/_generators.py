@@ -76,7 +76,9 @@ class AbstractDivergence(eqx.Module):
     Methods, elementwise on float64 arrays: `f(t)`, `f_conj(s)` = f*(s), `f_conj_grad(s)`
     = (f*)′(s) = (f′)⁻¹(s), `f_conj_hess(s)` = (f*)″(s) = 1/f″((f*)′(s)),
     `f_conj_grad_hess(s)` = the last two at once, `f_conj_value_grad(s)` = f* and (f*)′,
-    `f_conj_value_grad_hess(s)` = all three.
+    `f_conj_value_grad_hess(s)` = all three; `f_grad_hess(t)` = (f′(t), f″(t)) for t ≥ 0
+    (f′(0) = `f_prime_0`; f″(0) = +∞ where f′(0) = −∞), the primal side that the
+    primal–dual Newton steps of `flows.transport.sinkhorn` linearise.
     """
 
     name: eqx.AbstractClassVar[str]
@@ -110,6 +112,14 @@ class AbstractDivergence(eqx.Module):
         of the generalised Sinkhorn algorithm take all three at each candidate)."""
         return self.f_conj(s), *self.f_conj_grad_hess(s)
 
+    def f_grad_hess(self, t):
+        """(f′(t), f″(t)) elementwise for t ≥ 0 (every Legendre generator has a closed
+        form; this default differentiates `f`)."""
+        t = jnp.asarray(t, dtype=float)
+        ones = jnp.ones_like(t)
+        first = lambda x: jax.jvp(self.f, (x,), (ones,))[1]  # noqa: E731
+        return jax.jvp(first, (t,), (ones,))
+
     @property
     def sparse(self) -> bool:
         """Whether (f*)′ has a hard zero (f′(0) finite): plans with exact zeros."""
@@ -137,6 +147,9 @@ class KL(AbstractDivergence):
 
     def f_conj_hess(self, s):
         return jnp.exp(s)
+
+    def f_grad_hess(self, t):
+        return jnp.log(t), 1.0 / t
 
 
 class ReverseKL(AbstractDivergence):
@@ -176,6 +189,10 @@ class ReverseKL(AbstractDivergence):
         value, grad, hess = -jnp.log1p(-s), grad, grad * grad
         return tuple(jnp.where(valid, x, _INF) for x in (value, grad, hess))
 
+    def f_grad_hess(self, t):
+        inverse = 1.0 / t
+        return 1.0 - inverse, inverse * inverse
+
 
 class Chi2(AbstractDivergence):
     """Pearson χ²: f(t) = (t − 1)², f*(s) = s²/4 + s for s ≥ −2 and −1 below, (f*)′(s) =
@@ -199,6 +216,9 @@ class Chi2(AbstractDivergence):
 
     def f_conj_hess(self, s):
         return jnp.where(s > -2.0, 0.5, 0.0)
+
+    def f_grad_hess(self, t):
+        return 2.0 * (t - 1.0), jnp.full_like(t, 2.0)
 
 
 class ReverseChi2(AbstractDivergence):
@@ -241,6 +261,10 @@ class ReverseChi2(AbstractDivergence):
         hess = 0.5 * grad * grad * grad
         return value, jnp.where(open_, grad, _INF), jnp.where(open_, hess, _INF)
 
+    def f_grad_hess(self, t):
+        inverse = 1.0 / t
+        return 1.0 - inverse * inverse, 2.0 * inverse * inverse * inverse
+
 
 class Hellinger2(AbstractDivergence):
     """Squared Hellinger: f(t) = (√t − 1)², f*(s) = s/(1 − s), (f*)′(s) = (1 − s)^(−2) for
@@ -277,6 +301,10 @@ class Hellinger2(AbstractDivergence):
         valid, s = _below(s, 1.0)
         r = 1.0 / (1.0 - s)
         return tuple(jnp.where(valid, x, _INF) for x in (r - 1.0, r * r, 2.0 * r * r * r))
+
+    def f_grad_hess(self, t):
+        inverse = 1.0 / jnp.sqrt(t)
+        return 1.0 - inverse, 0.5 * inverse * inverse * inverse
 
 
 class JS(AbstractDivergence):
@@ -317,6 +345,9 @@ class JS(AbstractDivergence):
         grad = jnp.exp(s) / rest
         value, hess = -jnp.log(rest), 2.0 * grad / rest
         return tuple(jnp.where(valid, x, _INF) for x in (value, grad, hess))
+
+    def f_grad_hess(self, t):
+        return jnp.log(2.0 * t / (t + 1.0)), 1.0 / (t * (t + 1.0))
 
 
 def _root_below_1(s):
@@ -372,6 +403,10 @@ class Jeffreys(AbstractDivergence):
         grad = 1.0 / omega
         return grad - jnp.log(omega) - 1.0, grad, 1.0 / (omega * (1.0 + omega))
 
+    def f_grad_hess(self, t):
+        inverse = 1.0 / t
+        return jnp.log(t) + 1.0 - inverse, inverse + inverse * inverse
+
 
 class Triangular(AbstractDivergence):
     """Triangular discrimination (Vincze–Le Cam): f(t) = (t − 1)²/(t + 1), f*(s) =
@@ -417,6 +452,10 @@ class Triangular(AbstractDivergence):
         hess = jnp.where(s > -3.0, inverse * inverse * inverse, 0.0)
         value = jnp.where(closed, value, _INF)
         return value, jnp.where(open_, grad, _INF), jnp.where(open_, hess, _INF)
+
+    def f_grad_hess(self, t):
+        inverse = 1.0 / (t + 1.0)
+        return 1.0 - 4.0 * inverse * inverse, 8.0 * inverse * inverse * inverse
 
 
 class TV(AbstractDivergence):

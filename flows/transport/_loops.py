@@ -12,7 +12,9 @@
   gradient is the column residual b − πᵀ1 and its Hessian −S/ε, S = diag(Wᵀ1) − Wᵀ diag(W1)⁻¹ W
   with W_ij = a_i b_j (f*)″((u_i + v_j − c_ij)/ε) (the Schur complement of the dual's
   Hessian). The step is kept when it lowers the L1 column error; otherwise the iteration is
-  a plain Sinkhorn pair. Near the solution the Newton steps converge quadratically.
+  a plain Sinkhorn pair. Near the solution the Newton steps converge quadratically. (The
+  primal–dual steps of `_primal_dual.py` come first and leave these steps the
+  certification, 0 steps on the benchmark problems, or the cases they cannot move.)
 
 Reference: Terjék & González-Sánchez, AISTATS 2022 (arXiv 2105.14337), Alg. 1; the Newton
 step on the dual as in Brauer, Clason, Lorenz & Wirth, "A Sinkhorn–Newton method for entropic
@@ -120,34 +122,43 @@ def _evaluate(div, a, b, cost, eps, u, v):
     return jnp.sum(jnp.abs(plan.sum(0) - b)), dual, plan, jnp.where(used, ab * hess, 0.0)
 
 
-def _newton_step(b, eps, u, v, plan, w, damping=0.0, error=0.0):
-    """(v + δ, u − Wδ/(W1)): δ = ε (S + λ diag S)⁻¹ (b − πᵀ1) by Jacobi-preconditioned CG,
-    with S the semi-dual's Hessian (× −ε), made definite along its null vector 1 (a shift
-    of v that the rows' c-transform undoes) by adding mean(diag S) on 11ᵀ/m; the second
-    part is the first-order change of the rows' c-transform (the implicit derivative of Γ),
-    the warm start of the next one. `plan` and `w` are those of (u, v) (`_evaluate`),
-    `error` their column error (CG's relative tolerance, within [RTOL, 0.5]). δ = 0 where
-    the solve is not finite."""
-    residual = b - plan.sum(0)
+def inverse_rows(w):
+    """1/(W1), with 0 for an empty row."""
     row = w.sum(1)
-    inverse = jnp.where(row > 0, 1.0 / jnp.where(row > 0, row, 1.0), 0.0)
+    return jnp.where(row > 0, 1.0 / jnp.where(row > 0, row, 1.0), 0.0)
+
+
+def schur_solve(w, rhs, error, damping=0.0, max_steps=CG_STEPS):
+    """(y, 1/(W1)): y = (S + λ diag S)⁻¹ rhs by Jacobi-preconditioned CG, S = diag(Wᵀ1) −
+    Wᵀ diag(W1)⁻¹ W (the Schur complement of the Hessian [diag(W1) W; Wᵀ diag(Wᵀ1)] of the
+    dual in (u, v), eliminating u), made definite along its null vector 1 (a shift of v that
+    u undoes) by adding mean(diag S) on 11ᵀ/m. CG's relative tolerance is `error` within
+    [RTOL, 0.5] (Eisenstat–Walker). y = 0 where the solve is not finite."""
+    inverse = inverse_rows(w)
     diagonal = w.sum(0)
-    shift = jnp.mean(diagonal) / b.shape[0]
+    shift = jnp.mean(diagonal) / rhs.shape[0]
     scale = (1.0 + damping) * diagonal
 
     def schur(x):  # (S + λ diag S + mean(diag S) 11ᵀ/m) x, two passes over W
         return scale * x - w.T @ (inverse * (w @ x)) + shift * jnp.sum(x)
 
     positive = jnp.where(scale > 0, scale, 1.0)
-    operator = lx.FunctionLinearOperator(schur, residual, lx.positive_semidefinite_tag)
     tag = lx.positive_semidefinite_tag
-    jacobi = lx.FunctionLinearOperator(lambda x: x / positive, residual, tag)
-    cg = lx.CG(rtol=jnp.clip(error, RTOL, 0.5), atol=ATOL, max_steps=CG_STEPS)
-    solution = lx.linear_solve(
-        operator, residual, cg, options={"preconditioner": jacobi}, throw=False
-    )
-    step = eps * solution.value
-    step = jnp.where(jnp.all(jnp.isfinite(step)), step, 0.0)
+    operator = lx.FunctionLinearOperator(schur, rhs, tag)
+    jacobi = lx.FunctionLinearOperator(lambda x: x / positive, rhs, tag)
+    cg = lx.CG(rtol=jnp.clip(error, RTOL, 0.5), atol=ATOL, max_steps=max_steps)
+    solution = lx.linear_solve(operator, rhs, cg, options={"preconditioner": jacobi}, throw=False)
+    y = solution.value
+    return jnp.where(jnp.all(jnp.isfinite(y)), y, 0.0), inverse
+
+
+def _newton_step(b, eps, u, v, plan, w, damping=0.0, error=0.0):
+    """(v + δ, u − Wδ/(W1)): δ = ε (S + λ diag S)⁻¹ (b − πᵀ1) (`schur_solve`), S the
+    semi-dual's Hessian (× −ε); the second part is the first-order change of the rows'
+    c-transform (the implicit derivative of Γ), the warm start of the next one. `plan` and
+    `w` are those of (u, v) (`_evaluate`), `error` their column error."""
+    y, inverse = schur_solve(w, b - plan.sum(0), error, damping)
+    step = eps * y
     return v + step, u - inverse * (w @ step)
 
 

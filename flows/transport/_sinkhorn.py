@@ -24,7 +24,8 @@ from ._inputs import (
     check_schedule,
     check_weights,
 )
-from ._loops import kl_loop, newton_loop
+from ._loops import c_transform, kl_loop, newton_loop
+from ._primal_dual import primal_dual_loop
 
 
 class SinkhornNotConverged(RuntimeError):
@@ -74,11 +75,12 @@ def _arguments(u, v, cost, eps):
 
 
 @eqx.filter_jit
-def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
+def _iterate(div, a, b, cost, eps, u, v, tol, max_iters, eps_from=None):
     """Iterate from (u, v) until the L1 marginal error of the plan is ≤ tol (one marginal is
     exact after each iteration: the columns for KL's Sinkhorn, the rows for the Newton
-    iterations), or max_iters iterations (KL: 2 max_iters). Returns (u, v, iterations,
-    error)."""
+    iterations), or max_iters iterations (KL: 2 max_iters). `eps_from`: the ε at which
+    (u, v) were solved (the previous stage of a schedule; default ε), whose plan starts the
+    primal–dual steps. Returns (u, v, iterations, error)."""
     if isinstance(div, KL):
         # Sinkhorn, fastest per iteration; where it stops at max_iters (small ε), Newton
         # steps take over for at most as many iterations again
@@ -88,7 +90,14 @@ def _iterate(div, a, b, cost, eps, u, v, tol, max_iters):
             lambda: _more(newton_loop(div, a, b, cost, eps, u, v, tol, max_iters), done),
             lambda: (u, v, done, error),
         )
-    return newton_loop(div, a, b, cost, eps, u, v, tol, max_iters)
+    eps_from = eps if eps_from is None else eps_from
+    # the plan of (u, v) at eps_from, made feasible there by the rows' c-transform
+    u = c_transform(div, v, cost, eps_from, b, u)
+    weights = a[:, None] * b[None, :]
+    s = (u[:, None] + v[None, :] - cost) / eps_from
+    ratio = jnp.where(weights > 0, div.f_conj_grad(s), 0.0)
+    u, v, steps = primal_dual_loop(div, a, b, cost, eps, u, v, ratio, tol, max_iters)
+    return _more(newton_loop(div, a, b, cost, eps, u, v, tol, max_iters - steps), steps)
 
 
 def _more(state, done):
@@ -159,12 +168,15 @@ def sinkhorn(
 
     The c-transforms are u_i = −ε Γ_b((v − c_i·)/ε) and v_j = −ε Γ_a((u − c_·j)/ε) (see
     `flows.divergences.gamma`). KL alternates them (log-domain Sinkhorn) until ‖π1 − a‖₁ ≤
-    tol, the columns being exact after each pair. Every other f (and KL where Sinkhorn stops
-    at `max_iters`) takes damped Newton steps on the semi-dual v ↦ D(u(v), v), whose Hessian
-    system is solved by conjugate gradients, each kept when it raises the dual or lowers the
-    error and otherwise followed by a Sinkhorn pair, until ‖πᵀ1 − b‖₁ ≤ tol with exact rows:
-    the alternating scheme alone needs thousands of pairs at ε = 1e-2 for the f with
-    f′(∞) < ∞ (reverse KL, Neyman, Hellinger, JS, triangular).
+    tol, the columns being exact after each pair. Every other f takes primal–dual Newton
+    steps first, the plan's ratios π/(ab) being variables of their own (started from the plan
+    of the previous ε stage: no step on the dual alone can start from potentials that put
+    entries past the pole of (f*)′), then damped Newton steps on the semi-dual v ↦ D(u(v), v)
+    (as does KL where Sinkhorn stops at `max_iters`), each kept when it raises the dual or
+    lowers the error and otherwise followed by a Sinkhorn pair, until ‖πᵀ1 − b‖₁ ≤ tol with
+    exact rows; both solve their Newton systems by conjugate gradients. The alternating
+    scheme alone needs thousands of pairs at ε = 1e-2 for the f with f′(∞) < ∞ (reverse KL,
+    Neyman, Hellinger, JS, triangular).
     Works under `jit`, `vmap` and `grad`: differentiate `result.dual`, whose gradient in the
     cost is the plan (the envelope theorem), so that ∇_{x_i} OT = Σ_j π_ij ∇_x c(x_i, y_j).
 
@@ -174,8 +186,9 @@ def sinkhorn(
     - `eps`: ε > 0, the regularisation strength (units of the cost).
     - `divergence`: a name in `flows.divergences.DIVERGENCES` other than "tv", or a generator.
     - `tol`: the L1 marginal error to reach.
-    - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps) per ε stage; KL: as
-      many Sinkhorn pairs, then as many Newton iterations.
+    - `max_iters`: the most iterations (Sinkhorn pairs or Newton steps, primal–dual and
+      dual together) per ε stage; KL: as many Sinkhorn pairs, then as many Newton
+      iterations.
     - `init`: a pair of finite potentials `(u (n,), v (m,))` to warm-start from (default
       zeros).
     - `eps_schedule`: ε-scaling: a sequence of strictly decreasing values above `eps`, each
@@ -196,8 +209,10 @@ def sinkhorn(
 
     **Reference:** Terjék & González-Sánchez, "Optimal transport with f-divergence
     regularization and generalized Sinkhorn algorithm", AISTATS 2022 (arXiv 2105.14337),
-    Alg. 1 and Thm 3; the Newton steps as in Brauer, Clason, Lorenz & Wirth, "A Sinkhorn–Newton
-    method for entropic optimal transport" (arXiv 1710.06635)."""
+    Alg. 1 and Thm 3; the dual Newton steps as in Brauer, Clason, Lorenz & Wirth, "A
+    Sinkhorn–Newton method for entropic optimal transport" (arXiv 1710.06635); the
+    primal–dual steps as in interior-point methods (Nocedal & Wright, Numerical
+    Optimization, 2nd ed., Sec. 19.1)."""
     div = get(divergence, legendre=True)
     a = check_weights("a", a)
     b = check_weights("b", b)
@@ -215,10 +230,12 @@ def sinkhorn(
     # ε, tol and max_iters as arrays: Python numbers would be static to `filter_jit`, and
     # each new ε (every stage of a schedule) would compile the loop again
     limits = jnp.asarray(tol, dtype=float), jnp.asarray(max_iters)
+    previous = None
     for stage_eps in [*stages, eps]:
         stage_eps = jax.lax.stop_gradient(jnp.asarray(stage_eps, dtype=float))
-        u, v, done, error = _iterate(div, *held, stage_eps, u, v, *limits)
+        u, v, done, error = _iterate(div, *held, stage_eps, u, v, *limits, previous)
         iterations = iterations + done
+        previous = stage_eps
     result = _certify(div, a, b, cost, jnp.asarray(eps, dtype=float), u, v, iterations)
     concrete = not any(isinstance(x, jax.core.Tracer) for x in (error, eps))
     if concrete:

@@ -327,6 +327,25 @@ def test_paired_methods_equal_the_single_ones(name):
         np.testing.assert_allclose(got, single, rtol=1e-15)
 
 
+@pytest.mark.parametrize("name", LEGENDRE)
+def test_primal_derivatives_match_autodiff_and_invert_the_conjugate(name):
+    """f′ and f″ in closed form (`f_grad_hess`, the primal–dual Newton steps' linearisation)
+    against jax.grad of f on t ∈ [1e-3, 1e3]: measured ≤ 5.6e-16 for f′ (relative to
+    max(1, |f′|)) and ≤ 3.4e-10 for f″ (the autodiff of Neyman χ²'s (t − 1)²/t cancels at
+    t = 1e3); (f*)′(f′(t)) = t within 1.4e-11 relative (f′(1e3) lies 1e-6 below the pole 1
+    of Neyman χ²'s (f*)′: condition ~t²) and (f*)″(f′(t)) f″(t) = 1 within 4.3e-11. At
+    t = 0, f′ is `f_prime_0`."""
+    div = D.get(name)
+    t = jnp.asarray(np.geomspace(1e-3, 1e3, 61))
+    first, second = div.f_grad_hess(t)
+    grad = jax.vmap(jax.grad(div.f))(t)
+    np.testing.assert_array_less(np.abs(first - grad), 1e-14 * np.maximum(1.0, np.abs(grad)))
+    np.testing.assert_allclose(second, jax.vmap(jax.grad(jax.grad(div.f)))(t), rtol=1e-8)
+    np.testing.assert_allclose(div.f_conj_grad(first), t, rtol=1e-9)
+    np.testing.assert_allclose(div.f_conj_hess(first) * second, 1.0, rtol=1e-9)
+    assert float(div.f_grad_hess(jnp.asarray(0.0))[0]) == div.f_prime_0
+
+
 def test_kl_conjugate_differentiates_to_exp_below_minus_38():
     # jax.grad of jnp.expm1 is expm1 + 1: 1.7e-4 off at s = −30, 0 below −38 (the f-GAN KL
     # field and its Dirac-GAN period, which divides by it)

@@ -104,12 +104,11 @@ def test_two_by_two_plan_is_a_permutation_exactly_when_delta_large(name, thresho
 def test_certificates_below_1e_10_at_eps_1e_2_and_1e_3_with_eps_scaling(name):
     """The experiment's clouds (moons against a Gaussian mixture, unit box), 100 + 100 points:
     at ε = 1e-2 and, with ε-scaling, at ε = 1e-3 every f reaches gap and L1 marginal errors
-    ≤ 1e-10 (measured ≤ 2e-11; one compilation per f serves both ε, an argument). The
-    solver's target is 2e-11: Neyman χ² at ε = 1e-3 has its round-off floor near 1e-11 (s =
-    (u + v − c)/ε carries ~1e-13, amplified near the pole of (f*)′), where a target of 1e-11
-    took 1,349 iterations instead of 453, or stalled at 1.07e-11 after 2,000, with round-off
-    changed by the build. The 500 + 500 case at ε = 1e-2 runs in the benchmark
-    (`benchmarks/_case_transport.py`)."""
+    ≤ 1e-10 (measured ≤ 2.0e-11 and gap ≤ 5.2e-13; one compilation per f serves both ε, an
+    argument). The solver's target is 2e-11: Neyman χ² at ε = 1e-3 has a round-off floor
+    near 1e-11 (s = (u + v − c)/ε carries ~1e-13, amplified near the pole of (f*)′), where
+    a target of 1e-11 once stalled at 1.07e-11 (it takes 190 iterations now, 182 at 2e-11).
+    The 500 + 500 case at ε = 1e-2 runs in the benchmark (`benchmarks/_case_transport.py`)."""
     x, y = clouds(100, 0)
     cost = transport_cost(x, y)
     a = np.full(100, 1e-2)
