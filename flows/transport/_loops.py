@@ -128,7 +128,7 @@ def inverse_rows(w):
     return jnp.where(row > 0, 1.0 / jnp.where(row > 0, row, 1.0), 0.0)
 
 
-def schur_solve(w, rhs, error, damping=0.0, max_steps=CG_STEPS):
+def schur_solve(w, rhs, error, damping=0.0):
     """(y, 1/(W1)): y = (S + λ diag S)⁻¹ rhs by Jacobi-preconditioned CG, S = diag(Wᵀ1) −
     Wᵀ diag(W1)⁻¹ W (the Schur complement of the Hessian [diag(W1) W; Wᵀ diag(Wᵀ1)] of the
     dual in (u, v), eliminating u), made definite along its null vector 1 (a shift of v that
@@ -146,7 +146,7 @@ def schur_solve(w, rhs, error, damping=0.0, max_steps=CG_STEPS):
     tag = lx.positive_semidefinite_tag
     operator = lx.FunctionLinearOperator(schur, rhs, tag)
     jacobi = lx.FunctionLinearOperator(lambda x: x / positive, rhs, tag)
-    cg = lx.CG(rtol=jnp.clip(error, RTOL, 0.5), atol=ATOL, max_steps=max_steps)
+    cg = lx.CG(rtol=jnp.clip(error, RTOL, 0.5), atol=ATOL, max_steps=CG_STEPS)
     solution = lx.linear_solve(operator, rhs, cg, options={"preconditioner": jacobi}, throw=False)
     y = solution.value
     return jnp.where(jnp.all(jnp.isfinite(y)), y, 0.0), inverse

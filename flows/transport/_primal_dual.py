@@ -40,7 +40,7 @@ PATIENCE = 25
 #: s = f′(r), and where f″ is small (large r) the linear step is huge: triangular on
 #: 1,000 + 1,000 points at ε = 0.01 ran to ratios of 1e110 in 9 steps without a cap; with
 #: it, 30 steps (44 in all on 500 + 500 against 58 uncapped, Neyman χ² 55 against 72; caps
-#: of 4 and 10 took 53 and 56, 1.5 took 33 at 1,000).
+#: of 4 and 10 took 50 and 56, 1.5 took 33 at 1,000).
 GROWTH = 2.0
 
 

@@ -10,6 +10,7 @@ import scipy.optimize as so
 import scipy.special as sp
 
 import flows.divergences as D
+from flows.divergences._generators import AbstractDivergence
 
 LEGENDRE = [n for n in D.DIVERGENCES if n != "tv"]
 
@@ -344,6 +345,10 @@ def test_primal_derivatives_match_autodiff_and_invert_the_conjugate(name):
     np.testing.assert_allclose(div.f_conj_grad(first), t, rtol=1e-9)
     np.testing.assert_allclose(div.f_conj_hess(first) * second, 1.0, rtol=1e-9)
     assert float(div.f_grad_hess(jnp.asarray(0.0))[0]) == div.f_prime_0
+    # the base class's default, by autodiff of f, for generators without a closed form
+    default = AbstractDivergence.f_grad_hess(div, t)
+    np.testing.assert_allclose(default[0], first, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(default[1], second, rtol=1e-8)
 
 
 def test_kl_conjugate_differentiates_to_exp_below_minus_38():
