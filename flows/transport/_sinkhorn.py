@@ -233,6 +233,9 @@ def sinkhorn(
     previous = None
     for stage_eps in [*stages, eps]:
         stage_eps = jax.lax.stop_gradient(jnp.asarray(stage_eps, dtype=float))
+        # the first stage starts from its own ε: an array like the later stages' previous ε,
+        # so that every stage runs one compiled program (None compiled a second)
+        previous = stage_eps if previous is None else previous
         u, v, done, error = _iterate(div, *held, stage_eps, u, v, *limits, previous)
         iterations = iterations + done
         previous = stage_eps
