@@ -45,8 +45,8 @@ GROWTH = 2.0
 
 
 def _linearised(div, a, b, cost, eps, u, v, ratio, first, second):
-    """(s, stationarity residual g = s − f′(r), W = ab/f″(r), the marginal residuals of the
-    linearised plan ab (r + g/f″(r)): ρ (rows), κ (columns)). Entries with r = 0 are
+    """(s, W = ab/f″(r), the marginal residuals of the linearised plan ab (r + g/f″(r)), g =
+    s − f′(r) the stationarity residual: ρ (rows), κ (columns)). Entries with r = 0 are
     inactive (W = 0, g = 0) unless f′(0) is finite and s > f′(0) (a sparse plan's zero that
     the step may turn on)."""
     s = (u[:, None] + v[None, :] - cost) / eps
@@ -58,7 +58,7 @@ def _linearised(div, a, b, cost, eps, u, v, ratio, first, second):
     wg = w * g
     rows = a - plan.sum(1) - wg.sum(1)
     cols = b - plan.sum(0) - wg.sum(0)
-    return s, g, w, rows, cols
+    return s, w, rows, cols
 
 
 def primal_dual_loop(div, a, b, cost, eps, u, v, ratio, tol, max_iters):
@@ -79,7 +79,7 @@ def primal_dual_loop(div, a, b, cost, eps, u, v, ratio, tol, max_iters):
 
     def body(state):
         u, v, ratio, first, second, it, residual, _, best, since = state
-        s, _, w, rows, cols = _linearised(div, a, b, cost, eps, u, v, ratio, first, second)
+        s, w, rows, cols = _linearised(div, a, b, cost, eps, u, v, ratio, first, second)
         y, inverse = schur_solve(w, cols - w.T @ (inverse_rows(w) * rows), residual)
         x = inverse * (rows - w @ y)
         target = s + x[:, None] + y[None, :]  # s after the step
